@@ -1,0 +1,185 @@
+// A tunable kernel's spec: what the tuner needs to know to compile, launch,
+// verify and time it. Built-in templates and user kernels use the same TOML
+// format (docs/SPEC_FORMAT.md); built-ins are embedded in the binary.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/expr.hpp"
+#include "core/types.hpp"
+
+namespace evotune {
+
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> values;  // ordered: mutation moves to a neighbour
+  int64_t default_value = 0;
+  std::string help;
+};
+
+enum class ElemType { elem, f16, bf16, f32, i32, u32, u8 };  // elem: the run's dtype
+enum class ScalarType { i32, i64, u32, f32 };
+enum class ArgRole { in, out, scratch };
+enum class InitKind { normal, uniform, zero, ones };
+
+std::string to_string(ElemType t);
+std::string to_string(ScalarType t);
+std::string to_string(ArgRole r);
+std::string to_string(InitKind k);
+int elem_bytes(ElemType t, Dtype run_dtype);
+// The concrete element type of a buffer (elem resolved to the run's dtype).
+ElemType resolve_elem(ElemType t, Dtype run_dtype);
+
+struct ArgSpec {
+  std::string name;
+  bool is_buffer = true;
+  ElemType elem = ElemType::elem;        // buffers
+  ScalarType scalar = ScalarType::i32;   // scalars
+  Expr count;                            // buffers: number of elements
+  Expr value;                            // scalars
+  ArgRole role = ArgRole::in;
+  InitKind init = InitKind::normal;
+  double init_scale = 1.0;               // stddev (normal) or half-range (uniform)
+};
+
+struct LaunchSpec {
+  std::array<Expr, 3> grid;
+  std::array<Expr, 3> block;
+  Expr smem;                             // dynamic shared memory bytes
+  std::array<Expr, 3> cluster;           // empty when the kernel uses no clusters
+  bool has_cluster() const { return !cluster[0].empty(); }
+};
+
+struct ReferenceSpec {
+  std::string source_name;
+  std::string source_text;
+  std::string entry;
+  LaunchSpec launch;
+  std::vector<std::string> args;         // names of the kernel's args, in the reference's order
+};
+
+struct ToleranceSpec {
+  Expr max_abs, mean_abs, atol, rtol, max_bad_frac;
+};
+
+struct GateSpec {
+  Expr max_registers, max_smem, max_spill_bytes, max_stack;
+};
+
+// Evaluated geometry of one launch.
+struct LaunchDims {
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> block{1, 1, 1};
+  std::array<int64_t, 3> cluster{1, 1, 1};
+  int64_t smem = 0;
+};
+
+// What the device (or the architecture named for compile-only) offers to
+// launch expressions: `cc`, `num_sms`.
+struct DeviceTraits {
+  int cc = 90;        // compute capability × 10
+  int num_sms = 132;
+  static DeviceTraits for_arch(int cc);
+};
+
+struct Tolerances {
+  double max_abs = 0, mean_abs = 0, atol = 0, rtol = 0, max_bad_frac = 0;
+};
+
+struct KernelSpec {
+  // [kernel]
+  std::string name, description;
+  std::string origin;        // "builtin" or the spec file's path
+  std::string source_name;   // file name, for compiler messages
+  std::string source_text;
+  std::string entry;
+  int min_cc = 70;
+  int max_cc = 0;            // 0: none
+  bool arch_specific = false;  // needs sm_XXa (wgmma, setmaxnreg)
+  std::vector<std::string> options;  // extra NVRTC options
+  std::vector<std::string> include_dirs;  // absolute
+  std::vector<std::pair<std::string, std::string>> headers;  // include name → text (built-ins)
+
+  // [problem]
+  std::vector<std::string> dims;
+  std::map<std::string, int64_t> dim_defaults;
+  std::vector<Dtype> dtypes;
+  std::vector<Expr> problem_constraints;
+  std::string example;
+  Expr flops, bytes;
+  std::vector<std::string> check_shapes;
+
+  std::vector<std::pair<std::string, Expr>> defines;
+  std::vector<ParamSpec> params;
+  std::map<std::string, Expr> lets;
+  std::vector<Expr> constraints;
+  LaunchSpec launch;
+  std::vector<ArgSpec> args;
+  ReferenceSpec reference;
+  std::map<std::string, ToleranceSpec> tolerance;  // "" = default, else per dtype
+  GateSpec gates;
+
+  std::string spec_text;
+
+  // Hash of everything that defines the kernel's behaviour.
+  std::string content_hash() const;
+  const ParamSpec* find_param(const std::string& name) const;
+  Config default_config() const;
+  // Total size of the cartesian product of parameter values.
+  double space_size() const;
+
+  // Parses "2,8,512,64" or "B=2,H=8,S=512,D=64"; fills optional dims; checks
+  // the problem constraints and dtype. Throws UsageError.
+  Problem parse_problem(const std::string& text, Dtype dtype) const;
+  // Fills defaults and checks a problem; throws UsageError.
+  void check_problem(Problem& p) const;
+  // A check shape (verified on every trial) completed from a run's problem.
+  Problem check_shape(size_t i, const Problem& base) const;
+
+  // nullopt when the config is valid for every problem, else the reason.
+  std::optional<std::string> invalid_reason(const Config& c, const std::vector<Problem>& problems,
+                                            const DeviceTraits& dev) const;
+
+  LaunchDims launch_dims(const Config& c, const Problem& p, const DeviceTraits& dev) const;
+  LaunchDims reference_launch_dims(const Problem& p, const DeviceTraits& dev) const;
+  // Compile-time macros for NVRTC: params, [defines], the dtype macro.
+  std::vector<std::pair<std::string, std::string>> compile_defines(const Config& c, const Problem& p,
+                                                                   const DeviceTraits& dev) const;
+  Tolerances tolerances(const Problem& p) const;
+  // Resource gate: nullopt when within limits, else the reason.
+  std::optional<std::string> gate_reason(const Resources& r, const Config& c, const Problem& p,
+                                         const DeviceTraits& dev) const;
+  double flops_of(const Problem& p) const;  // 0 when the spec gives none
+};
+
+// Evaluates names against one kernel, problem, config and device: params,
+// dims, [lets] (lazily, with cycle detection) and built-ins (dtype_bytes, cc,
+// num_sms).
+class Scope {
+ public:
+  Scope(const KernelSpec& spec, const Problem* problem, const Config* config, const DeviceTraits& dev);
+  Value eval(const Expr& e) const;
+  std::optional<Value> lookup(std::string_view name) const;
+
+ private:
+  const KernelSpec& spec_;
+  const Problem* problem_;
+  const Config* config_;
+  DeviceTraits dev_;
+  mutable std::map<std::string, Value, std::less<>> memo_;
+  mutable std::vector<std::string> evaluating_;
+};
+
+// Loads a spec from a TOML file on disk (sources resolved next to it).
+KernelSpec load_spec_file(const std::string& path);
+// Parses a spec from text; `read` fetches a file named relative to the spec.
+KernelSpec parse_spec(const std::string& text, const std::string& origin,
+                      const std::function<std::string(const std::string&)>& read);
+
+}  // namespace evotune

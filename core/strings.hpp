@@ -1,0 +1,29 @@
+// Small string helpers used across folders.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace evotune {
+
+std::vector<std::string> split(std::string_view s, char sep);
+std::string trim(std::string_view s);
+std::string to_lower(std::string_view s);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+bool starts_with(std::string_view s, std::string_view prefix);
+bool ends_with(std::string_view s, std::string_view suffix);
+// Whole-string integer ("128", "-3", "0x80"); nullopt on anything else.
+std::optional<int64_t> parse_int(std::string_view s);
+uint64_t fnv1a64(std::string_view data, uint64_t seed = 0xcbf29ce484222325ULL);
+std::string hex64(uint64_t v);
+// printf-style formatting into a std::string.
+std::string strfmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Reads a whole file; throws std::runtime_error naming the path.
+std::string read_file(const std::string& path);
+// UTC time as "2026-11-21T10:00:00Z".
+std::string utc_now_iso();
+
+}  // namespace evotune

@@ -1,0 +1,67 @@
+#include "kernel_templates/registry.hpp"
+
+#include <filesystem>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace evotune {
+
+const std::map<std::string, std::string>& embedded_files();  // generated
+
+namespace {
+
+constexpr const char* kCommonDir = "kernel_templates/common/";
+
+bool is_builtin(const std::string& name) {
+  return embedded_files().count("kernel_templates/" + name + "/spec.toml") != 0;
+}
+
+// The shared device helpers (evotune_ptx.cuh, ...) are available to every
+// kernel, built-in or the user's, as #include "name".
+void add_common_headers(KernelSpec& s) {
+  for (const auto& [path, text] : embedded_files())
+    if (starts_with(path, kCommonDir)) s.headers.emplace_back(path.substr(std::string(kCommonDir).size()), text);
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_kernel_names() {
+  std::vector<std::string> names;
+  for (const auto& [path, text] : embedded_files()) {
+    const std::string prefix = "kernel_templates/";
+    if (starts_with(path, prefix) && ends_with(path, "/spec.toml"))
+      names.push_back(path.substr(prefix.size(), path.size() - prefix.size() - std::string("/spec.toml").size()));
+  }
+  return names;
+}
+
+std::string embedded_file(const std::string& relpath) {
+  auto it = embedded_files().find(relpath);
+  return it == embedded_files().end() ? std::string() : it->second;
+}
+
+KernelSpec load_kernel(const std::string& name_or_path) {
+  if (is_builtin(name_or_path)) {
+    const std::string dir = "kernel_templates/" + name_or_path + "/";
+    KernelSpec s = parse_spec(embedded_file(dir + "spec.toml"), "builtin:" + name_or_path, [&](const std::string& rel) {
+      auto it = embedded_files().find(dir + rel);
+      if (it == embedded_files().end()) throw std::runtime_error("no embedded file " + dir + rel);
+      return it->second;
+    });
+    s.origin = "builtin";
+    add_common_headers(s);
+    return s;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name_or_path, ec)) {
+    KernelSpec s = load_spec_file(name_or_path);
+    add_common_headers(s);
+    return s;
+  }
+  throw UsageError("unknown kernel '" + name_or_path + "': built-in kernels are " + join(builtin_kernel_names(), ", ") +
+                   "; or give the path of a spec file (see docs/SPEC_FORMAT.md)");
+}
+
+}  // namespace evotune

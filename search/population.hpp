@@ -1,0 +1,32 @@
+// The elite population: the top-K ok trials by fitness (lower is better).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/types.hpp"
+
+namespace evotune {
+
+class Population {
+ public:
+  explicit Population(int k) : k_(k) {}
+
+  // Offers a trial; only ok trials with a positive fitness can enter. Returns
+  // true when the elite set changed. Ties keep the earlier trial first.
+  bool offer(const Trial& t);
+  // Best first.
+  const std::vector<Trial>& elites() const { return elites_; }
+  std::vector<int64_t> elite_ids() const;
+  const Trial* best() const { return elites_.empty() ? nullptr : &elites_.front(); }
+  int k() const { return k_; }
+  // Every ok trial seen, best first (the breeding pool beyond the elites).
+  const std::vector<Trial>& ok_trials() const { return ok_; }
+
+ private:
+  int k_;
+  std::vector<Trial> elites_;
+  std::vector<Trial> ok_;
+};
+
+}  // namespace evotune

@@ -1,0 +1,53 @@
+// Search: the space of valid configs of a kernel and the strategies that walk
+// it (evolutionary, random, exhaustive). Nothing here knows CUDA: a strategy
+// proposes configs and observes the trials measured for them. Proposals are
+// deterministic for a given seed and sequence of observations, never repeat a
+// config the run has seen, and always satisfy the spec's constraints (invalid
+// draws are repaired or re-drawn and cost no budget).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/spec.hpp"
+#include "core/types.hpp"
+#include "search/population.hpp"
+#include "search/space.hpp"
+
+namespace evotune {
+
+struct StrategyOptions {
+  uint64_t seed = 1;
+  int elites = 6;              // K: the population that always survives
+  int initial_random = 16;     // random configs before evolution starts
+  int tournament = 3;
+  double crossover_rate = 0.7;
+  double neighbour_rate = 0.7;  // mutation to a neighbouring value vs a random one
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // The next config to evaluate, or nullopt when the space is exhausted.
+  // Never returns a config already proposed or seeded via mark_seen().
+  virtual std::optional<Config> propose() = 0;
+  // A finished trial (any status), in proposal order.
+  virtual void observe(const Trial& t) = 0;
+  // Tells the strategy a config exists already (resume, user seeds).
+  virtual void mark_seen(const Config& c) = 0;
+  virtual std::string name() const = 0;
+  // Constraint rejections so far (draws that cost no budget).
+  virtual int invalid_draws() const = 0;
+  virtual const Population& population() const = 0;
+};
+
+// name: "evo", "random" or "exhaustive"; throws UsageError for others.
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space,
+                                        const StrategyOptions& opts);
+
+}  // namespace evotune

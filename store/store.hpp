@@ -1,0 +1,116 @@
+// Store: every run and trial of evotune in one SQLite file (WAL mode). The
+// schema is versioned with PRAGMA user_version and upgraded by forward
+// migrations (schema.cpp); each trial is committed in its own transaction,
+// together with the elite population it produced, so a kill at any moment
+// loses at most the trial in flight. Users may query the file with the
+// sqlite3 shell: README.md documents the tables and views.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/types.hpp"
+
+struct sqlite3;
+
+namespace evotune {
+
+// Where and with what a run was made.
+struct DeviceRecord {
+  std::string name;            // "NVIDIA H200"
+  std::string uuid;            // "GPU-..."
+  int cc = 0;                  // 90
+  int num_sms = 0;
+  int driver_version = 0;      // CUDA driver API version, e.g. 13000
+  std::string driver_string;   // "580.159.04" when known
+  int runtime_version = 0;     // cudart, e.g. 13000
+  std::string nvrtc_version;   // "13.0"
+  std::string arch;            // "sm_90a": what the kernels were compiled for
+};
+
+struct RunStats {
+  int trials = 0;              // evaluated (budget spent)
+  int invalid_draws = 0;       // configs the search drew and the constraints rejected
+  double wall_s = 0;
+  double compile_busy_s = 0;   // summed over compile threads
+  double verify_s = 0, bench_s = 0, gpu_idle_s = 0;
+  int compile_threads = 0;
+  int cache_hits = 0;
+};
+
+struct RunInfo {
+  int64_t id = 0;
+  std::string kernel;          // spec name
+  std::string spec_origin;     // "builtin" or a path
+  std::string spec_hash;
+  std::string spec_text;       // the spec as run (sources are hashed)
+  std::vector<Problem> problems;
+  std::string dtype;
+  std::string strategy;        // evo | random | exhaustive | replay
+  uint64_t seed = 0;
+  int budget = 0;
+  int elites_k = 0;
+  std::string options_json;    // remaining options, as JSON
+  DeviceRecord device;
+  std::string evotune_version;
+  std::string status;          // running | done | interrupted | failed
+  std::string created_at, finished_at;
+  bool compile_only = false;
+  RunStats stats;
+  std::optional<int64_t> default_trial_id;  // the template's default config
+  std::optional<int64_t> best_trial_id;
+};
+
+// Trials, newest schema. Trial.id and Trial.seq are assigned by the store.
+class Store {
+ public:
+  enum class Mode { read_write, read_only };
+
+  // Opens (and for read_write creates and migrates) the database at `path`.
+  // Throws StoreError with a message a user can act on: unwritable directory,
+  // a file that is not an SQLite database, a database of a newer evotune.
+  static Store open(const std::string& path, Mode mode = Mode::read_write);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  ~Store();
+
+  int schema_version() const;
+  static int latest_schema_version();
+  const std::string& path() const { return path_; }
+
+  int64_t create_run(const RunInfo& run);  // returns the new id
+  // Commits one trial, its measurements and the new elite population (trial
+  // ids, best first) in one transaction. Fills t.id and t.seq.
+  void record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& elite_ids);
+  void set_default_trial(int64_t run_id, int64_t trial_id);
+  void update_stats(int64_t run_id, const RunStats& stats);
+  void finish_run(int64_t run_id, const std::string& status, const RunStats& stats);
+  // Marks a run as running again (resume).
+  void reopen_run(int64_t run_id);
+
+  std::vector<RunInfo> runs() const;  // newest first
+  std::optional<RunInfo> run(int64_t id) const;
+  // Trials of a run in seq order, optionally of one status.
+  std::vector<Trial> trials(int64_t run_id, std::optional<TrialStatus> status = std::nullopt) const;
+  std::optional<Trial> trial(int64_t trial_id) const;
+  // The stored elite population, best first.
+  std::vector<Trial> elites(int64_t run_id) const;
+  int64_t last_run_id() const;  // 0 when there are none
+
+ private:
+  Store(sqlite3* db, std::string path);
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+void to_json(nlohmann::json& j, const RunInfo& r);
+void to_json(nlohmann::json& j, const DeviceRecord& d);
+void to_json(nlohmann::json& j, const RunStats& s);
+
+}  // namespace evotune
