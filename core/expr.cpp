@@ -272,18 +272,22 @@ class Parser {
   Token tok_;
 };
 
-int64_t checked(bool overflow, int64_t v) {
-  if (overflow) throw ExprError("integer overflow");
-  return v;
+// The builtin writes `r`; it must run before `r` is read (argument
+// evaluation order is unspecified, so never pass both to one call).
+template <typename F>
+int64_t checked(F op, int64_t x, int64_t y) {
+  int64_t r = 0;
+  if (op(x, y, &r)) throw ExprError("integer overflow");
+  return r;
 }
 
 Value arith(Op op, const Value& a, const Value& b) {
   if (a.is_int() && b.is_int()) {
-    int64_t x = a.as_int(), y = b.as_int(), r = 0;
+    int64_t x = a.as_int(), y = b.as_int();
     switch (op) {
-      case Op::Add: return checked(__builtin_add_overflow(x, y, &r), r);
-      case Op::Sub: return checked(__builtin_sub_overflow(x, y, &r), r);
-      case Op::Mul: return checked(__builtin_mul_overflow(x, y, &r), r);
+      case Op::Add: return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_add_overflow(p, q, r); }, x, y);
+      case Op::Sub: return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_sub_overflow(p, q, r); }, x, y);
+      case Op::Mul: return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_mul_overflow(p, q, r); }, x, y);
       case Op::Div:
         if (y == 0) throw ExprError("division by zero");
         return x / y;
@@ -328,7 +332,7 @@ Value call(const ExprNode& n, const std::vector<Value>& a) {
     }
     return best;
   }
-  if (f == "abs") return a[0].is_int() ? Value(std::llabs(a[0].as_int())) : Value(std::fabs(a[0].as_double()));
+  if (f == "abs") return a[0].is_int() ? Value(static_cast<int64_t>(std::llabs(a[0].as_int()))) : Value(std::fabs(a[0].as_double()));
   if (f == "sqrt") return std::sqrt(a[0].as_double());
   if (f == "log2") return std::log2(a[0].as_double());
   if (f == "ilog2") {

@@ -135,7 +135,7 @@ std::string KernelSpec::content_hash() const {
   uint64_t h = fnv1a64(spec_text);
   h = fnv1a64(source_text, h);
   h = fnv1a64(reference.source_text, h);
-  for (const auto& [name, text] : headers) h = fnv1a64(text, fnv1a64(name, h));
+  for (const auto& [hname, text] : headers) h = fnv1a64(text, fnv1a64(hname, h));
   return hex64(h);
 }
 
@@ -608,9 +608,27 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
     ArgSpec a;
     a.name = r.str(t, "name", "[[arg]]", true);
     std::string where = "[[arg]] " + a.name;
-    r.only_keys(t, where, {"name", "type", "count", "value", "role", "init", "scale"});
+    r.only_keys(t, where, {"name", "type", "count", "value", "role", "init", "scale", "tensor", "dims", "strides",
+                           "box", "swizzle", "l2_promotion", "enabled", "oob"});
     std::string type = r.str(t, "type", where, true);
-    if (ends_with(type, "*")) {
+    if (type == "tmap") {
+      a.is_buffer = false;
+      a.is_tmap = true;
+      a.tmap.tensor = r.str(t, "tensor", where, true);
+      a.tmap.dims = r.exprs(t, "dims", where);
+      a.tmap.strides = r.exprs(t, "strides", where);
+      a.tmap.box = r.exprs(t, "box", where);
+      if (a.tmap.dims.empty() || a.tmap.dims.size() > 5) r.fail(where, "'dims' needs 1 to 5 expressions");
+      if (a.tmap.strides.size() + 1 != a.tmap.dims.size())
+        r.fail(where, "'strides' needs one expression per dimension after the first");
+      if (a.tmap.box.size() != a.tmap.dims.size()) r.fail(where, "'box' needs one expression per dimension");
+      a.tmap.swizzle = r.expr(t, "swizzle", where, false);
+      a.tmap.l2_promotion = r.expr(t, "l2_promotion", where, false);
+      a.tmap.enabled = r.expr(t, "enabled", where, false);
+      std::string oob = r.str(t, "oob", where, false, "zero");
+      if (oob != "zero" && oob != "nan") r.fail(where, "oob must be zero or nan");
+      a.tmap.oob_nan = oob == "nan";
+    } else if (ends_with(type, "*")) {
       a.is_buffer = true;
       a.elem = parse_elem(type.substr(0, type.size() - 1), r, where);
       a.count = r.expr(t, "count", where, true);
@@ -642,6 +660,12 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       if (other.name == a.name) r.fail(where, "argument defined twice");
     s.args.push_back(a);
   }
+  for (const auto& a : s.args) {
+    if (!a.is_tmap) continue;
+    bool ok = std::any_of(s.args.begin(), s.args.end(),
+                          [&](const ArgSpec& b) { return b.is_buffer && b.name == a.tmap.tensor && b.role != ArgRole::scratch; });
+    if (!ok) r.fail("[[arg]] " + a.name, "tensor '" + a.tmap.tensor + "' is not an in or out buffer [[arg]]");
+  }
   if (std::none_of(s.args.begin(), s.args.end(), [](const ArgSpec& a) { return a.is_buffer && a.role == ArgRole::out; }))
     r.fail("[[arg]]", "no buffer has role = \"out\": nothing to verify");
 
@@ -655,6 +679,8 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   for (const auto& n : s.reference.args) {
     bool known = std::any_of(s.args.begin(), s.args.end(), [&](const ArgSpec& a) { return a.name == n; });
     if (!known) r.fail("[reference].args", "'" + n + "' is not one of the kernel's [[arg]] names");
+    for (const auto& a : s.args)
+      if (a.name == n && a.is_tmap) r.fail("[reference].args", "the reference cannot take tensor map '" + n + "'");
   }
 
   if (const toml::table* tol = r.table(root, "tolerance", false, "top level")) {
@@ -712,7 +738,16 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   for (const auto& e : s.problem_constraints) check(e, "[problem].constraints");
   for (const auto& [kname, e] : s.lets) check(e, "[lets]." + kname);
   for (const auto& [kname, e] : s.defines) check(e, "[defines]." + kname);
-  for (const auto& a : s.args) check(a.is_buffer ? a.count : a.value, "[[arg]] " + a.name);
+  for (const auto& a : s.args) {
+    if (!a.is_tmap) {
+      check(a.is_buffer ? a.count : a.value, "[[arg]] " + a.name);
+      continue;
+    }
+    for (const auto* list : {&a.tmap.dims, &a.tmap.strides, &a.tmap.box})
+      for (const auto& e : *list) check(e, "[[arg]] " + a.name);
+    for (const Expr* e : {&a.tmap.swizzle, &a.tmap.l2_promotion, &a.tmap.enabled})
+      if (!e->empty()) check(*e, "[[arg]] " + a.name);
+  }
   for (const LaunchSpec* ls : {&s.launch, &s.reference.launch}) {
     for (int i = 0; i < 3; ++i) {
       if (!ls->grid[i].empty()) check(ls->grid[i], "launch grid");

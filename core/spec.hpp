@@ -36,9 +36,23 @@ int elem_bytes(ElemType t, Dtype run_dtype);
 // The concrete element type of a buffer (elem resolved to the run's dtype).
 ElemType resolve_elem(ElemType t, Dtype run_dtype);
 
+// A TMA tensor map (sm_90) over one of the buffers, passed by value as a
+// 128-byte `const __grid_constant__` parameter. Dims, strides and box are in
+// elements, innermost first; strides list dims 1..rank-1.
+struct TensorMapSpec {
+  std::string tensor;                 // the buffer [[arg]] it describes
+  std::vector<Expr> dims, strides, box;
+  Expr swizzle;                       // bytes: 0, 32, 64, 128
+  Expr l2_promotion;                  // bytes: 0, 64, 128, 256
+  Expr enabled;                       // false: an all-zero map (the kernel must not use it)
+  bool oob_nan = false;               // out-of-bounds elements read as NaN instead of zero
+};
+
 struct ArgSpec {
   std::string name;
   bool is_buffer = true;
+  bool is_tmap = false;
+  TensorMapSpec tmap;
   ElemType elem = ElemType::elem;        // buffers
   ScalarType scalar = ScalarType::i32;   // scalars
   Expr count;                            // buffers: number of elements

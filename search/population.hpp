@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "core/types.hpp"
@@ -27,6 +28,7 @@ class Population {
   int k_;
   std::vector<Trial> elites_;
   std::vector<Trial> ok_;
+  std::set<Config> configs_;  // those in ok_: a config enters once
 };
 
 }  // namespace evotune

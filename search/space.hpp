@@ -28,7 +28,7 @@ class SearchSpace {
   double total_size() const;
   // All valid configs in lexicographic order of value indices (parameters in
   // spec order), when the product is small enough to enumerate (≤ limit);
-  // nullopt otherwise. Cached after the first call.
+  // nullptr otherwise. Cached after the first call.
   const std::vector<Config>* enumerate_valid(size_t limit = 4'000'000) const;
   // A uniformly random config (valid or not) from the product.
   Config random_config(std::mt19937_64& rng) const;

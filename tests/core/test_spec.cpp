@@ -1,0 +1,234 @@
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/spec.hpp"
+#include "kernel_templates/registry.hpp"
+#include "tests/catch.hpp"
+
+using namespace evotune;
+
+namespace {
+
+const char* kSpec = R"(
+[kernel]
+name = "toy"
+description = "a toy"
+source = "k.cu"
+entry = "toy"
+
+[problem]
+dims = ["M", "N"]
+defaults = { T = 0 }
+dtypes = ["fp16", "bf16"]
+constraints = ["M >= 1", "N >= 1", "T == 0 || T == 1"]
+example = "M=1024,N=512"
+check_shapes = ["M=33,N=17"]
+
+[defines]
+TRANSPOSED = "T"
+
+[[param]]
+name = "TILE"
+values = [16, 32, 64]
+default = 32
+
+[[param]]
+name = "WARPS"
+values = [1, 2, 4]
+
+[lets]
+threads = "32 * WARPS"
+smem_bytes = "TILE * TILE * dtype_bytes"
+
+[space]
+constraints = ["threads <= TILE * 4", "TILE <= N"]
+
+[launch]
+grid = ["cdiv(N, TILE)", "cdiv(M, TILE)"]
+block = ["threads"]
+smem = "smem_bytes"
+
+[[arg]]
+name = "X"
+type = "elem*"
+count = "M*N"
+
+[[arg]]
+name = "Y"
+type = "elem*"
+count = "M*N"
+role = "out"
+
+[[arg]]
+name = "M"
+type = "i32"
+value = "M"
+
+[[arg]]
+name = "scale"
+type = "f32"
+value = "1.0/sqrt(N)"
+
+[reference]
+source = "r.cu"
+entry = "toy_ref"
+grid = ["cdiv(M*N, 256)"]
+block = ["256"]
+args = ["X", "Y", "M"]
+
+[tolerance]
+max_abs = "0.01 * sqrt(N)"
+atol = 0.001
+[tolerance.bf16]
+max_abs = 0.5
+
+[gates]
+max_registers = 128
+max_spill_bytes = 0
+)";
+
+KernelSpec parse(const std::string& text) {
+  return parse_spec(text, "test.toml", [](const std::string& f) { return "// " + f; });
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  REQUIRE(pos != std::string::npos);
+  return s.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("a spec parses into its parts", "[spec]") {
+  KernelSpec s = parse(kSpec);
+  CHECK(s.name == "toy");
+  CHECK(s.source_text == "// k.cu");
+  CHECK(s.reference.source_text == "// r.cu");
+  CHECK(s.params.size() == 2);
+  CHECK(s.params[0].default_value == 32);
+  CHECK(s.params[1].default_value == 1);  // first value when no default
+  CHECK(s.args.size() == 4);
+  CHECK(s.args[1].role == ArgRole::out);
+  CHECK(s.space_size() == 9);
+  CHECK(s.default_config().canonical() == "TILE=32,WARPS=1");
+}
+
+TEST_CASE("problems parse by position or by name, with defaults", "[spec]") {
+  KernelSpec s = parse(kSpec);
+  Problem p = s.parse_problem("1024,512", Dtype::fp16);
+  CHECK(p.canonical() == "M=1024,N=512,T=0");
+  Problem q = s.parse_problem("N=512, M=1024, T=1", Dtype::bf16);
+  CHECK(q.canonical() == "M=1024,N=512,T=1");
+  CHECK(s.parse_problem("1024,512,1", Dtype::fp16).at("T") == 1);
+  CHECK_THROWS_AS(s.parse_problem("1024", Dtype::fp16), UsageError);
+  CHECK_THROWS_AS(s.parse_problem("1024,x", Dtype::fp16), UsageError);
+  CHECK_THROWS_AS(s.parse_problem("1024,0", Dtype::fp16), UsageError);
+  CHECK_THROWS_AS(s.parse_problem("M=1,Q=2", Dtype::fp16), UsageError);
+  CHECK_THROWS_AS(s.parse_problem("M=1,N=2,T=3", Dtype::fp16), UsageError);  // problem constraint
+  CHECK_THROWS_AS(s.parse_problem("1024,512", Dtype::fp32), UsageError);    // dtype not accepted
+}
+
+TEST_CASE("constraints see params, dims and lets, for every problem", "[spec]") {
+  KernelSpec s = parse(kSpec);
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Problem big = s.parse_problem("1024,512", Dtype::fp16);
+  Problem narrow = s.parse_problem("1024,16", Dtype::fp16);
+  Config c = Config::parse("TILE=32,WARPS=4");  // threads 128 <= 128
+  CHECK_FALSE(s.invalid_reason(c, {big}, dev));
+  CHECK(s.invalid_reason(c, {big, narrow}));  // TILE <= N fails on the second
+  CHECK(s.invalid_reason(Config::parse("TILE=16,WARPS=4"), {big}));  // threads 128 > 64
+  CHECK(s.invalid_reason(Config::parse("TILE=48,WARPS=1"), {big}));  // not a listed value
+  CHECK(s.invalid_reason(Config::parse("TILE=32"), {big}));          // missing parameter
+  CHECK(s.invalid_reason(Config::parse("TILE=32,WARPS=1,X=1"), {big}));
+}
+
+TEST_CASE("launch geometry, defines, tolerances and gates evaluate", "[spec]") {
+  KernelSpec s = parse(kSpec);
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Problem p = s.parse_problem("100,70,1", Dtype::bf16);
+  Config c = Config::parse("TILE=32,WARPS=2");
+  LaunchDims d = s.launch_dims(c, p, dev);
+  CHECK(d.grid == std::array<int64_t, 3>{3, 4, 1});
+  CHECK(d.block == std::array<int64_t, 3>{64, 1, 1});
+  CHECK(d.smem == 32 * 32 * 2);
+  auto defs = s.compile_defines(c, p, dev);
+  auto has = [&](const std::string& k, const std::string& v) {
+    return std::find(defs.begin(), defs.end(), std::make_pair(k, v)) != defs.end();
+  };
+  CHECK(has("TILE", "32"));
+  CHECK(has("TRANSPOSED", "1"));
+  CHECK(has("EVOTUNE_DTYPE_BF16", "1"));
+  Tolerances t = s.tolerances(p);
+  CHECK(t.max_abs == Approx(0.5));  // the bf16 override
+  CHECK(t.atol == Approx(0.001));   // inherited
+  Tolerances t16 = s.tolerances(s.parse_problem("100,64", Dtype::fp16));
+  CHECK(t16.max_abs == Approx(0.08));
+  Resources r;
+  r.registers = 200;
+  CHECK(s.gate_reason(r, c, p, dev));
+  r.registers = 100;
+  CHECK_FALSE(s.gate_reason(r, c, p, dev));
+  r.spill_stores = 4;
+  CHECK(s.gate_reason(r, c, p, dev));
+  CHECK(s.check_shape(0, p).canonical() == "M=33,N=17,T=1");
+}
+
+TEST_CASE("malformed specs are rejected with the place of the error", "[spec]") {
+  auto rejects = [](const std::string& text, const std::string& fragment) {
+    try {
+      parse(text);
+      FAIL("expected a SpecError mentioning " << fragment);
+    } catch (const SpecError& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(fragment) != std::string::npos);
+    }
+  };
+  rejects("not toml [", "test.toml:");
+  rejects(replace(kSpec, "entry = \"toy\"\n", ""), "entry");
+  rejects(replace(kSpec, "block = [\"threads\"]", "blok = [\"threads\"]"), "unknown key 'blok'");
+  rejects(replace(kSpec, "\"threads <= TILE * 4\"", "\"threads <= TILEE * 4\""), "unknown name 'TILEE'");
+  rejects(replace(kSpec, "values = [16, 32, 64]", "values = [16, 32, 32]"), "twice");
+  rejects(replace(kSpec, "default = 32", "default = 48"), "not one of its values");
+  rejects(replace(kSpec, "role = \"out\"", "role = \"in\""), "out");
+  rejects(replace(kSpec, "type = \"f32\"", "type = \"f31\""), "unknown type");
+  rejects(replace(kSpec, "args = [\"X\", \"Y\", \"M\"]", "args = [\"X\", \"Z\"]"), "'Z'");
+  rejects(replace(kSpec, "smem = \"smem_bytes\"", "smem = \"smem_bytes +\""), "smem");
+  rejects(replace(kSpec, "check_shapes = [\"M=33,N=17\"]", "check_shapes = [\"Q=3\"]"), "check_shapes");
+}
+
+TEST_CASE("lets that refer to themselves are an error, not a hang", "[spec]") {
+  KernelSpec s = parse(replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"smem_bytes2\"\nsmem_bytes2 = \"threads\""));
+  Problem p = s.parse_problem("64,64", Dtype::fp16);
+  auto why = s.invalid_reason(Config::parse("TILE=32,WARPS=1"), {p}, DeviceTraits::for_arch(90));
+  REQUIRE(why);
+  CHECK(why->find("refers to itself") != std::string::npos);
+}
+
+TEST_CASE("built-in kernels load and unknown names are a usage error", "[spec]") {
+  auto names = builtin_kernel_names();
+  REQUIRE(names.size() >= 2);
+  for (const auto& n : names) {
+    KernelSpec s = load_kernel(n);
+    CHECK(s.name == n);
+    CHECK_FALSE(s.source_text.empty());
+    CHECK_FALSE(s.reference.source_text.empty());
+    CHECK_FALSE(s.headers.empty());  // evotune_ptx.cuh
+    CHECK_FALSE(s.check_shapes.empty());
+  }
+  CHECK_THROWS_AS(load_kernel("no_such_kernel"), UsageError);
+}
+
+TEST_CASE("a spec file on disk resolves its sources next to it", "[spec]") {
+  auto dir = std::filesystem::temp_directory_path() / "evotune_spec_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "spec.toml") << kSpec;
+  std::ofstream(dir / "k.cu") << "// kernel";
+  std::ofstream(dir / "r.cu") << "// ref";
+  KernelSpec s = load_kernel((dir / "spec.toml").string());
+  CHECK(s.source_text == "// kernel");
+  CHECK(s.origin == (dir / "spec.toml").string());
+  std::filesystem::remove(dir / "r.cu");
+  CHECK_THROWS_AS(load_kernel((dir / "spec.toml").string()), SpecError);
+  std::filesystem::remove_all(dir);
+}

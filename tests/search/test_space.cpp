@@ -1,0 +1,192 @@
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/spec.hpp"
+#include "search/space.hpp"
+#include "tests/catch.hpp"
+
+using namespace evotune;
+
+namespace {
+
+// BLOCK must be a multiple of 16 per warp, fit the problem (N), and its
+// pipeline must fit 1 KiB (smem, via [lets] and dtype_bytes).
+const char* kSpaceSpec = R"toml(
+[kernel]
+name = "toy"
+source = "toy.cu"
+entry = "toy"
+
+[problem]
+dims = ["N"]
+dtypes = ["fp16", "fp32"]
+
+[[param]]
+name = "BLOCK"
+values = [16, 32, 64, 128, 256]
+default = 64
+
+[[param]]
+name = "WARPS"
+values = [1, 2, 4, 8]
+default = 2
+
+[[param]]
+name = "STAGES"
+values = [1, 2, 3, 4]
+default = 2
+
+[lets]
+smem = "BLOCK * STAGES * dtype_bytes"
+
+[space]
+constraints = ["BLOCK % (16*WARPS) == 0", "BLOCK <= N", "smem <= 1024"]
+
+[launch]
+grid = ["cdiv(N, BLOCK)"]
+block = ["32*WARPS"]
+
+[[arg]]
+name = "out"
+type = "f32*"
+count = "N"
+role = "out"
+
+[reference]
+source = "ref.cu"
+entry = "ref"
+grid = ["1"]
+block = ["1"]
+)toml";
+
+KernelSpec toy_spec() {
+  return parse_spec(kSpaceSpec, "toy.toml", [](const std::string&) { return std::string("// source"); });
+}
+
+Config make_config(int64_t block, int64_t warps, int64_t stages) {
+  Config c;
+  c.values = {{"BLOCK", block}, {"WARPS", warps}, {"STAGES", stages}};
+  return c;
+}
+
+// The spec's constraints written out in C++, for every problem.
+bool brute_force_valid(int64_t block, int64_t warps, int64_t stages, const std::vector<int64_t>& ns, int bytes) {
+  for (int64_t n : ns)
+    if (block % (16 * warps) != 0 || block > n || block * stages * bytes > 1024) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("enumeration equals a brute-force count of valid configs", "[search]") {
+  KernelSpec spec = toy_spec();
+  struct Case {
+    std::vector<int64_t> ns;
+    Dtype dtype;
+  };
+  for (const Case& cs : {Case{{256}, Dtype::fp16}, Case{{128, 64}, Dtype::fp16}, Case{{256}, Dtype::fp32}}) {
+    std::vector<Problem> problems;
+    for (int64_t n : cs.ns) problems.push_back(spec.parse_problem("N=" + std::to_string(n), cs.dtype));
+    SearchSpace space(spec, problems, DeviceTraits{});
+    int bytes = dtype_bytes(cs.dtype);
+
+    std::set<Config> expected;
+    for (int64_t b : spec.params[0].values)
+      for (int64_t w : spec.params[1].values)
+        for (int64_t s : spec.params[2].values)
+          if (brute_force_valid(b, w, s, cs.ns, bytes)) expected.insert(make_config(b, w, s));
+    REQUIRE(!expected.empty());
+    REQUIRE(expected.size() < 80);  // the constraints do reject something
+
+    const std::vector<Config>* all = space.enumerate_valid();
+    REQUIRE(all != nullptr);
+    CHECK(all->size() == expected.size());
+    CHECK(std::set<Config>(all->begin(), all->end()) == expected);
+    // Walk order: value indices ascend lexicographically, last parameter fastest.
+    std::vector<size_t> previous;
+    for (const Config& c : *all) {
+      CHECK(space.valid(c));
+      std::vector<size_t> idx;
+      for (size_t i = 0; i < space.params().size(); ++i) idx.push_back(space.value_index(c, i));
+      if (!previous.empty()) CHECK(previous < idx);
+      previous = idx;
+    }
+  }
+}
+
+TEST_CASE("a constraint on a dimension is checked against every problem", "[search]") {
+  KernelSpec spec = toy_spec();
+  Problem big = spec.parse_problem("N=256", Dtype::fp16);
+  Problem small = spec.parse_problem("N=64", Dtype::fp16);
+  Config c = make_config(128, 2, 2);
+  SearchSpace one(spec, {big}, DeviceTraits{});
+  SearchSpace two(spec, {big, small}, DeviceTraits{});
+  CHECK(one.valid(c));
+  REQUIRE_FALSE(two.valid(c));
+  std::string reason = *two.invalid_reason(c);
+  CHECK(reason.find("BLOCK <= N") != std::string::npos);
+  CHECK(reason.find("N=64") != std::string::npos);
+  // The two-problem space is exactly the configs valid on both.
+  SearchSpace only_small(spec, {small}, DeviceTraits{});
+  size_t both = 0;
+  for (const Config& x : *one.enumerate_valid()) both += only_small.valid(x);
+  CHECK(two.enumerate_valid()->size() == both);
+  CHECK(two.enumerate_valid()->size() < one.enumerate_valid()->size());
+}
+
+TEST_CASE("validity rejects foreign values, unknown and missing parameters", "[search]") {
+  KernelSpec spec = toy_spec();
+  SearchSpace space(spec, {spec.parse_problem("N=256", Dtype::fp16)}, DeviceTraits{});
+  CHECK(space.valid(make_config(64, 2, 2)));
+  CHECK_FALSE(space.valid(make_config(48, 1, 1)));  // 48 is a multiple of 16 but not a listed value
+  Config extra = make_config(64, 2, 2);
+  extra.values["UNROLL"] = 1;
+  CHECK(space.invalid_reason(extra)->find("unknown parameter UNROLL") != std::string::npos);
+  Config missing = make_config(64, 2, 2);
+  missing.values.erase("STAGES");
+  CHECK(space.invalid_reason(missing)->find("STAGES") != std::string::npos);
+  CHECK(space.value_index(make_config(64, 8, 3), 0) == 2);
+  CHECK(space.value_index(make_config(64, 8, 3), 1) == 3);
+  CHECK_THROWS_AS(space.value_index(make_config(48, 1, 1), 0), UsageError);
+}
+
+TEST_CASE("enumerate_valid respects its limit and caches", "[search]") {
+  KernelSpec spec = toy_spec();
+  SearchSpace space(spec, {spec.parse_problem("N=256", Dtype::fp16)}, DeviceTraits{});
+  CHECK(space.total_size() == 80);
+  CHECK(space.enumerate_valid(79) == nullptr);
+  const std::vector<Config>* first = space.enumerate_valid(80);
+  REQUIRE(first != nullptr);
+  CHECK(space.enumerate_valid() == first);
+}
+
+TEST_CASE("random_config draws uniformly from the whole product", "[search]") {
+  KernelSpec spec = toy_spec();
+  SearchSpace space(spec, {spec.parse_problem("N=64", Dtype::fp16)}, DeviceTraits{});
+  std::mt19937_64 rng(7);
+  const int draws = 8000;
+  std::map<std::string, std::map<int64_t, int>> per_value;
+  std::set<Config> distinct;
+  int invalid = 0;
+  for (int i = 0; i < draws; ++i) {
+    Config c = space.random_config(rng);
+    distinct.insert(c);
+    invalid += !space.valid(c);
+    for (const auto& [name, v] : c.values) per_value[name][v]++;
+  }
+  // Valid or not: the whole product, every config (80, each expected 100 times).
+  CHECK(distinct.size() == 80);
+  CHECK(invalid > 0);
+  for (const ParamSpec& p : space.params()) {
+    REQUIRE(per_value[p.name].size() == p.values.size());
+    double expected = static_cast<double>(draws) / static_cast<double>(p.values.size());
+    for (int64_t v : p.values) {
+      CHECK(per_value[p.name][v] > 0.85 * expected);
+      CHECK(per_value[p.name][v] < 1.15 * expected);
+    }
+  }
+}
