@@ -1,6 +1,7 @@
 # Writes a C++ file holding the given files as string literals, keyed by their
 # path relative to ROOT. Used to embed the built-in kernel templates.
-# Arguments: ROOT, OUT, FILES (a ;-list of paths relative to ROOT).
+# Arguments: ROOT, OUT, FILES (paths relative to ROOT, separated by '|').
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "")
 set(delim "evotune_embed")
 foreach(rel IN LISTS FILES)

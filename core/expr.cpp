@@ -411,7 +411,12 @@ const char* op_text(Op op) {
 
 std::string cpp(const ExprNode& n) {
   switch (n.op) {
-    case Op::Num: return n.num.is_int() ? n.num.str() + "LL" : n.num.str();
+    case Op::Num: {
+      if (n.num.is_int()) return n.num.str() + "LL";
+      std::string d = n.num.str();  // keep a double a double in C++: "2" → "2.0"
+      if (d.find_first_of(".eEni") == std::string::npos) d += ".0";
+      return d;
+    }
     case Op::Ident: return n.name;
     case Op::Call: {
       std::string s = "evotune_" + n.name + "(";

@@ -34,4 +34,13 @@ std::vector<int64_t> Population::elite_ids() const {
   return ids;
 }
 
+void Population::assign_id(const Config& c, int64_t id, int seq) {
+  for (auto* list : {&ok_, &elites_})
+    for (Trial& t : *list)
+      if (t.config == c) {
+        t.id = id;
+        t.seq = seq;
+      }
+}
+
 }  // namespace evotune

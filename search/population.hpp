@@ -19,6 +19,9 @@ class Population {
   // Best first.
   const std::vector<Trial>& elites() const { return elites_; }
   std::vector<int64_t> elite_ids() const;
+  // Gives the trial of config c the id and seq the store assigned it (it was
+  // offered before it was recorded, so the stored elites could include it).
+  void assign_id(const Config& c, int64_t id, int seq);
   const Trial* best() const { return elites_.empty() ? nullptr : &elites_.front(); }
   int k() const { return k_; }
   // Every ok trial seen, best first (the breeding pool beyond the elites).

@@ -3,7 +3,8 @@
 // migrations (schema.cpp); each trial is committed in its own transaction,
 // together with the elite population it produced, so a kill at any moment
 // loses at most the trial in flight. Users may query the file with the
-// sqlite3 shell: README.md documents the tables and views.
+// sqlite3 shell: docs/SCHEMA.md documents the tables and views. A Store is one
+// connection: use it from one thread at a time (other processes may share the file).
 #pragma once
 
 #include <cstdint>
@@ -83,10 +84,14 @@ class Store {
   int schema_version() const;
   static int latest_schema_version();
   const std::string& path() const { return path_; }
+  Mode mode() const { return mode_; }
 
   int64_t create_run(const RunInfo& run);  // returns the new id
   // Commits one trial, its measurements and the new elite population (trial
-  // ids, best first) in one transaction. Fills t.id and t.seq.
+  // ids, best first) in one transaction. Fills t.id and t.seq (and t.run_id,
+  // and t.created_at when empty). An id of 0 in elite_ids stands for the trial
+  // being recorded, whose id is not known before. A config already stored in
+  // the run throws StoreError and changes nothing.
   void record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& elite_ids);
   void set_default_trial(int64_t run_id, int64_t trial_id);
   void update_stats(int64_t run_id, const RunStats& stats);
@@ -105,12 +110,18 @@ class Store {
 
  private:
   Store(sqlite3* db, std::string path);
+  void require_writable(const char* what) const;
   sqlite3* db_ = nullptr;
   std::string path_;
+  Mode mode_ = Mode::read_write;
+  int version_ = 0;  // read-only opens of an older schema read it as it is
 };
 
 void to_json(nlohmann::json& j, const RunInfo& r);
 void to_json(nlohmann::json& j, const DeviceRecord& d);
 void to_json(nlohmann::json& j, const RunStats& s);
+void from_json(const nlohmann::json& j, RunInfo& r);
+void from_json(const nlohmann::json& j, DeviceRecord& d);
+void from_json(const nlohmann::json& j, RunStats& s);
 
 }  // namespace evotune

@@ -10,7 +10,7 @@ using namespace evotune;
 
 namespace {
 
-const char* kSpec = R"(
+const char* kSpec = R"toml(
 [kernel]
 name = "toy"
 description = "a toy"
@@ -86,7 +86,7 @@ max_abs = 0.5
 [gates]
 max_registers = 128
 max_spill_bytes = 0
-)";
+)toml";
 
 KernelSpec parse(const std::string& text) {
   return parse_spec(text, "test.toml", [](const std::string& f) { return "// " + f; });
@@ -136,11 +136,11 @@ TEST_CASE("constraints see params, dims and lets, for every problem", "[spec]") 
   Problem narrow = s.parse_problem("1024,16", Dtype::fp16);
   Config c = Config::parse("TILE=32,WARPS=4");  // threads 128 <= 128
   CHECK_FALSE(s.invalid_reason(c, {big}, dev));
-  CHECK(s.invalid_reason(c, {big, narrow}));  // TILE <= N fails on the second
-  CHECK(s.invalid_reason(Config::parse("TILE=16,WARPS=4"), {big}));  // threads 128 > 64
-  CHECK(s.invalid_reason(Config::parse("TILE=48,WARPS=1"), {big}));  // not a listed value
-  CHECK(s.invalid_reason(Config::parse("TILE=32"), {big}));          // missing parameter
-  CHECK(s.invalid_reason(Config::parse("TILE=32,WARPS=1,X=1"), {big}));
+  CHECK(s.invalid_reason(c, {big, narrow}, dev));  // TILE <= N fails on the second
+  CHECK(s.invalid_reason(Config::parse("TILE=16,WARPS=4"), {big}, dev));  // threads 128 > 64
+  CHECK(s.invalid_reason(Config::parse("TILE=48,WARPS=1"), {big}, dev));  // not a listed value
+  CHECK(s.invalid_reason(Config::parse("TILE=32"), {big}, dev));          // missing parameter
+  CHECK(s.invalid_reason(Config::parse("TILE=32,WARPS=1,X=1"), {big}, dev));
 }
 
 TEST_CASE("launch geometry, defines, tolerances and gates evaluate", "[spec]") {

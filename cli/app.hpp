@@ -1,0 +1,45 @@
+// The command-line interface: subcommands registered by the cmd_*.cpp files,
+// one top-level catch that maps errors to messages and exit codes.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace evotune {
+
+// Exit codes, documented in README.md.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailure = 1,     // an unexpected internal error
+  kExitUsage = 2,       // bad command line, unknown kernel, malformed shape or spec
+  kExitStore = 3,       // the database cannot be opened, read or written
+  kExitNoDevice = 4,    // the command needs a GPU and there is none
+  kExitEngine = 5,      // CUDA/NVRTC/worker failure that is not a candidate's
+  kExitInterrupted = 130,
+};
+
+struct Context {
+  std::string db_path;
+  bool json = false;
+  int verbosity = 0;
+  std::string command_line;
+  // Subcommands set this; main runs it after parsing.
+  std::function<int()> action;
+};
+
+void add_run_command(CLI::App& app, Context& ctx);
+void add_kernels_command(CLI::App& app, Context& ctx);
+void add_query_commands(CLI::App& app, Context& ctx);   // runs, top, trials
+void add_export_commands(CLI::App& app, Context& ctx);  // export, report
+
+// Parses a run reference: a run id, or "last".
+long long parse_run_ref(const std::string& text, const std::string& db_path);
+
+int cli_main(int argc, char** argv);
+
+}  // namespace evotune

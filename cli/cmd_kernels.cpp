@@ -1,0 +1,184 @@
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/app.hpp"
+#include "cli/table.hpp"
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "engine/device_info.hpp"
+#include "kernel_templates/registry.hpp"
+#include "search/space.hpp"
+
+namespace evotune {
+
+namespace {
+
+struct KernelSummary {
+  std::string name, description, dims, dtypes, runs_here;
+  long long valid = -1;
+  double total = 0;
+};
+
+// The device the listing is about: the first GPU, else sm_90 as a stand-in.
+DeviceTraits listing_traits(std::optional<DeviceInfo>& gpu) {
+  DeviceQuery q = query_devices();
+  if (!q.devices.empty()) {
+    gpu = q.devices[0];
+    DeviceTraits d;
+    d.cc = gpu->cc;
+    d.num_sms = gpu->num_sms;
+    return d;
+  }
+  return DeviceTraits::for_arch(90);
+}
+
+std::string runs_on(const KernelSpec& s, const std::optional<DeviceInfo>& gpu) {
+  if (!gpu) return "no GPU here";
+  bool ok = gpu->cc >= s.min_cc && (s.max_cc == 0 || gpu->cc <= s.max_cc);
+  return ok ? "yes" : strfmt("no (needs cc %d%s)", s.min_cc, s.max_cc ? strfmt("..%d", s.max_cc).c_str() : "+");
+}
+
+KernelSummary summarize(const KernelSpec& s, const DeviceTraits& dev, const std::optional<DeviceInfo>& gpu) {
+  KernelSummary k;
+  k.name = s.name;
+  k.description = s.description;
+  k.dims = join(s.dims, ",");
+  std::vector<std::string> dts;
+  for (Dtype d : s.dtypes) dts.push_back(to_string(d));
+  k.dtypes = join(dts, ",");
+  k.runs_here = runs_on(s, gpu);
+  k.total = s.space_size();
+  if (!s.example.empty()) {
+    SearchSpace space(s, {s.parse_problem(s.example, s.dtypes.front())}, dev);
+    if (const auto* all = space.enumerate_valid()) k.valid = static_cast<long long>(all->size());
+  }
+  return k;
+}
+
+std::string expr_list(const std::vector<Expr>& es) {
+  std::vector<std::string> t;
+  for (const auto& e : es) t.push_back(e.text());
+  return join(t, "\n    ");
+}
+
+void describe(const KernelSpec& s, const DeviceTraits& dev, const std::optional<DeviceInfo>& gpu, std::ostream& out) {
+  KernelSummary k = summarize(s, dev, gpu);
+  out << s.name << ": " << s.description << "\n";
+  out << "  source       " << s.source_name << " (entry " << s.entry << "), reference " << s.reference.source_name
+      << " (entry " << s.reference.entry << ")\n";
+  out << "  origin       " << s.origin << "\n";
+  out << "  dims         " << k.dims;
+  for (const auto& [n, v] : s.dim_defaults) out << ", " << n << " (default " << v << ")";
+  out << "\n  dtypes       " << k.dtypes << "\n";
+  out << "  GPUs         compute capability " << s.min_cc << (s.max_cc ? strfmt("..%d", s.max_cc) : "+")
+      << (s.arch_specific ? " (arch-specific sm_XXa)" : "") << "; runs here: " << k.runs_here << "\n";
+  if (!s.example.empty())
+    out << "  space        " << strfmt("%.0f", k.total) << " configs, " << (k.valid >= 0 ? std::to_string(k.valid) : "?")
+        << " valid for " << s.example << " on sm_" << dev.cc << "\n";
+  if (!s.problem_constraints.empty()) out << "  accepts      " << expr_list(s.problem_constraints) << "\n";
+  if (!s.check_shapes.empty()) out << "  check shapes " << join(s.check_shapes, "; ") << "\n";
+  out << "\nparameters:\n";
+  Table t({"name", "values", "default", "help"});
+  for (const auto& p : s.params) {
+    std::vector<std::string> vals;
+    for (auto v : p.values) vals.push_back(std::to_string(v));
+    t.add({p.name, join(vals, ","), std::to_string(p.default_value), p.help});
+  }
+  t.print(out);
+  if (!s.constraints.empty()) out << "\nconstraints:\n    " << expr_list(s.constraints) << "\n";
+  if (!s.lets.empty()) {
+    out << "\nderived values:\n";
+    for (const auto& [n, e] : s.lets) out << "    " << n << " = " << e.text() << "\n";
+  }
+  out << "\nlaunch: grid (";
+  for (int i = 0; i < 3; ++i) out << (i ? ", " : "") << (s.launch.grid[i].empty() ? "1" : s.launch.grid[i].text());
+  out << "), block (";
+  for (int i = 0; i < 3; ++i) out << (i ? ", " : "") << (s.launch.block[i].empty() ? "1" : s.launch.block[i].text());
+  out << "), dynamic smem " << (s.launch.smem.empty() ? "0" : s.launch.smem.text()) << "\n";
+  out << "\narguments:\n";
+  for (const auto& a : s.args) {
+    if (a.is_tmap)
+      out << "    " << a.name << ": TMA tensor map over " << a.tmap.tensor << "\n";
+    else if (a.is_buffer)
+      out << "    " << a.name << ": " << to_string(a.elem) << "* [" << a.count.text() << "] " << to_string(a.role)
+          << (a.role == ArgRole::in ? ", init " + to_string(a.init) : "") << "\n";
+    else
+      out << "    " << a.name << ": " << to_string(a.scalar) << " = " << a.value.text() << "\n";
+  }
+  out << "\ntolerances:\n";
+  for (const auto& [dt, tol] : s.tolerance) {
+    out << "    " << (dt.empty() ? "default" : dt) << ":";
+    auto show = [&](const char* n, const Expr& e) {
+      if (!e.empty()) out << " " << n << "=" << e.text();
+    };
+    show("max_abs", tol.max_abs);
+    show("mean_abs", tol.mean_abs);
+    show("atol", tol.atol);
+    show("rtol", tol.rtol);
+    show("max_bad_frac", tol.max_bad_frac);
+    out << "\n";
+  }
+  out << "\nresource gates:";
+  auto gate = [&](const char* n, const Expr& e) {
+    if (!e.empty()) out << " " << n << "=" << e.text();
+  };
+  gate("max_registers", s.gates.max_registers);
+  gate("max_smem", s.gates.max_smem);
+  gate("max_spill_bytes", s.gates.max_spill_bytes);
+  gate("max_stack", s.gates.max_stack);
+  out << "\n";
+}
+
+}  // namespace
+
+void add_kernels_command(CLI::App& app, Context& ctx) {
+  auto name = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("kernels", "List the built-in kernels, or describe one (a name or a spec file)");
+  cmd->add_option("name", *name, "kernel to describe: a built-in name or a spec file path");
+  cmd->add_flag("--json", ctx.json, "machine-readable output");
+  cmd->callback([&ctx, name] {
+    ctx.action = [&ctx, name] {
+      std::optional<DeviceInfo> gpu;
+      DeviceTraits dev = listing_traits(gpu);
+      if (!name->empty()) {
+        KernelSpec s = load_kernel(*name);
+        if (ctx.json) {
+          KernelSummary k = summarize(s, dev, gpu);
+          nlohmann::json params = nlohmann::json::array();
+          for (const auto& p : s.params)
+            params.push_back({{"name", p.name}, {"values", p.values}, {"default", p.default_value}, {"help", p.help}});
+          std::vector<std::string> cons;
+          for (const auto& c : s.constraints) cons.push_back(c.text());
+          nlohmann::json j = {{"name", s.name},         {"description", s.description}, {"dims", s.dims},
+                              {"dtypes", k.dtypes},     {"min_cc", s.min_cc},           {"runs_here", k.runs_here},
+                              {"valid_configs", k.valid}, {"params", params},           {"constraints", cons},
+                              {"check_shapes", s.check_shapes}};
+          std::cout << j.dump(2) << "\n";
+        } else {
+          describe(s, dev, gpu, std::cout);
+        }
+        return kExitOk;
+      }
+      std::vector<KernelSummary> all;
+      for (const auto& n : builtin_kernel_names()) all.push_back(summarize(load_kernel(n), dev, gpu));
+      if (ctx.json) {
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto& k : all)
+          j.push_back({{"name", k.name}, {"description", k.description}, {"dims", k.dims}, {"dtypes", k.dtypes},
+                       {"valid_configs", k.valid}, {"runs_here", k.runs_here}});
+        std::cout << j.dump(2) << "\n";
+        return kExitOk;
+      }
+      Table t({"kernel", "dims", "dtypes", "valid configs", gpu ? "runs on " + gpu->name : "runs here", "description"});
+      for (const auto& k : all)
+        t.add({k.name, k.dims, k.dtypes, k.valid >= 0 ? std::to_string(k.valid) : "?", k.runs_here, k.description});
+      t.print(std::cout);
+      std::cout << "\n`evotune kernels NAME` describes one; a spec file path works wherever a kernel is named.\n";
+      return kExitOk;
+    };
+  });
+}
+
+}  // namespace evotune

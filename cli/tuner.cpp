@@ -1,0 +1,619 @@
+#include "cli/tuner.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/table.hpp"
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "engine/compile_cache.hpp"
+#include "engine/compiler.hpp"
+#include "engine/device_info.hpp"
+#include "engine/support_kernels.hpp"
+#include "engine/thread_pool.hpp"
+#include "engine/worker_client.hpp"
+#include "kernel_templates/registry.hpp"
+#include "search/strategy.hpp"
+
+#ifndef EVOTUNE_VERSION
+#define EVOTUNE_VERSION "0.0.0"
+#endif
+
+namespace evotune {
+
+std::atomic<bool>& stop_requested() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("evotune") : p.string();
+}
+
+// What one config needs compiled: one cubin per distinct set of defines
+// (problems differing only in runtime dimensions share a cubin).
+struct CompiledCandidate {
+  Config config;
+  bool user_seed = false;
+  std::optional<std::string> invalid;  // constraint violation (user seeds only)
+  std::vector<CompileResult> cubins;
+  std::vector<int> problem_cubin;      // per problem (timed + check shapes)
+  std::string define_error;
+  double compile_ms = 0;
+  bool cache_hit = true;
+};
+
+std::vector<std::pair<std::string, std::string>> reference_defines(const KernelSpec& spec, const Problem& p,
+                                                                   const DeviceTraits& dev) {
+  std::vector<std::pair<std::string, std::string>> out;
+  Scope scope(spec, &p, nullptr, dev);
+  for (const auto& [k, e] : spec.defines) {
+    try {
+      out.emplace_back(k, scope.eval(e).str());
+    } catch (const ExprError&) {
+      // a define that depends on a tunable: the reference does not use it
+    }
+  }
+  switch (p.dtype) {
+    case Dtype::fp16: out.emplace_back("EVOTUNE_DTYPE_FP16", "1"); break;
+    case Dtype::bf16: out.emplace_back("EVOTUNE_DTYPE_BF16", "1"); break;
+    case Dtype::fp32: out.emplace_back("EVOTUNE_DTYPE_FP32", "1"); break;
+  }
+  return out;
+}
+
+std::string defines_key(const std::vector<std::pair<std::string, std::string>>& d) {
+  std::string k;
+  for (const auto& [a, b] : d) k += a + "=" + b + ";";
+  return k;
+}
+
+CompileRequest base_request(const KernelSpec& spec, const std::string& arch) {
+  CompileRequest r;
+  r.source_name = spec.source_name;
+  r.source = spec.source_text;
+  r.entry = spec.entry;
+  r.arch = arch;
+  r.options = spec.options;
+  r.include_dirs = spec.include_dirs;
+  r.headers = spec.headers;
+  return r;
+}
+
+std::string first_lines(const std::string& s, size_t max_lines) {
+  std::vector<std::string> lines = split(s, '\n');
+  std::vector<std::string> keep;
+  for (const auto& l : lines) {
+    if (trim(l).empty()) continue;
+    keep.push_back(l);
+    if (keep.size() == max_lines) break;
+  }
+  return join(keep, " | ");
+}
+
+// The first error line of a compiler log, for the one-line progress output.
+std::string first_error(const std::string& log) {
+  for (const auto& l : split(log, '\n'))
+    if (l.find("error") != std::string::npos) return trim(l);
+  return first_lines(log, 1);
+}
+
+double speedup_vs(const Trial& t, const std::optional<Trial>& def) {
+  if (!def || !def->ok() || !t.ok()) return 0;
+  std::vector<double> r;
+  for (size_t i = 0; i < t.per_problem.size() && i < def->per_problem.size(); ++i)
+    if (t.per_problem[i].p50_us > 0 && def->per_problem[i].p50_us > 0)
+      r.push_back(def->per_problem[i].p50_us / t.per_problem[i].p50_us);
+  return geomean(r);
+}
+
+}  // namespace
+
+void print_elites(std::ostream& out, const RunInfo& run, const std::vector<Trial>& elites,
+                  const std::optional<Trial>& default_trial, const KernelSpec* spec) {
+  std::vector<std::string> head = {"#", "trial"};
+  for (size_t i = 0; i < run.problems.size(); ++i)
+    head.push_back(run.problems.size() == 1 ? "p50 µs" : "p50 µs [" + std::to_string(i) + "]");
+  if (spec && !spec->flops.empty() && run.problems.size() == 1) head.push_back("TFLOP/s");
+  head.insert(head.end(), {"vs default", "max err", "mean err", "regs", "smem", "config"});
+  Table t(head);
+  int rank = 0;
+  for (const Trial& e : elites) {
+    std::vector<std::string> row = {std::to_string(++rank), std::to_string(e.seq)};
+    double max_err = 0, mean_err = 0;
+    for (size_t i = 0; i < run.problems.size(); ++i) {
+      const Measurement* m = i < e.per_problem.size() ? &e.per_problem[i] : nullptr;
+      row.push_back(m ? fmt_us(m->p50_us) : "-");
+    }
+    for (const auto& m : e.per_problem) {
+      max_err = std::max(max_err, m.err.max_abs);
+      mean_err = std::max(mean_err, m.err.mean_abs);
+    }
+    if (spec && !spec->flops.empty() && run.problems.size() == 1) {
+      double fl = spec->flops_of(run.problems[0]);
+      double us = e.per_problem.empty() ? 0 : e.per_problem[0].p50_us;
+      row.push_back(us > 0 ? strfmt("%.1f", fl / (us * 1e-6) / 1e12) : "-");
+    }
+    row.push_back(fmt_ratio(speedup_vs(e, default_trial)));
+    row.push_back(fmt_sci(max_err));
+    row.push_back(fmt_sci(mean_err));
+    row.push_back(std::to_string(e.res.registers));
+    row.push_back(fmt_kib(e.res.smem_total()));
+    row.push_back(e.config.canonical());
+    t.add(row);
+  }
+  t.print(out);
+}
+
+TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
+  TuneOptions o = in_opts;
+  auto t_start = Clock::now();
+
+  // ---- the run being resumed, if any
+  std::optional<Store> store_opt;
+  std::optional<RunInfo> resumed;
+  if (o.resume_run > 0) {
+    store_opt.emplace(Store::open(o.db_path));
+    resumed = store_opt->run(o.resume_run);
+    if (!resumed) throw UsageError("no run " + std::to_string(o.resume_run) + " in " + o.db_path);
+    if (o.kernel.empty()) o.kernel = resumed->spec_origin == "builtin" ? resumed->kernel : resumed->spec_origin;
+    o.strategy = resumed->strategy;
+    o.seed = resumed->seed;
+    o.elites = resumed->elites_k;
+    o.compile_only = resumed->compile_only;
+    if (o.budget <= 0 || o.budget < resumed->budget) o.budget = resumed->budget;
+  }
+
+  // ---- kernel and problems
+  if (o.kernel.empty()) throw UsageError("no kernel given (--kernel NAME or a spec file path)");
+  KernelSpec spec = load_kernel(o.kernel);
+  std::vector<Problem> problems;
+  if (resumed) {
+    if (spec.content_hash() != resumed->spec_hash)
+      throw UsageError("kernel " + spec.name + " changed since run " + std::to_string(resumed->id) + " (spec hash " +
+                       resumed->spec_hash + " → " + spec.content_hash() + "); a resumed run needs the same kernel");
+    problems = resumed->problems;
+  } else {
+    if (o.problems.empty()) {
+      if (spec.example.empty()) throw UsageError("no problem given (--shape or --problem)");
+      o.problems.push_back(spec.example);
+    }
+    Dtype dtype = o.dtype ? parse_dtype(*o.dtype) : spec.dtypes.front();
+    for (const auto& text : o.problems) problems.push_back(spec.parse_problem(text, dtype));
+  }
+  // User-given configs are parsed now: a typo must not leave a run behind.
+  std::vector<Config> seeds;
+  for (const auto& text : o.seed_configs) seeds.push_back(Config::parse(text));
+  if (o.budget <= 0) throw UsageError("--budget must be at least 1");
+  if (o.elites <= 0) throw UsageError("--elites must be at least 1");
+
+  // ---- device or target architecture
+  DeviceTraits dev;
+  DeviceRecord rec;
+  rec.nvrtc_version = nvrtc_version();
+  std::optional<DeviceInfo> gpu;
+  if (o.compile_only) {
+    if (o.arch.empty()) {
+      DeviceQuery q = query_devices();
+      if (q.devices.empty())
+        throw UsageError("--compile-only needs --arch (e.g. --arch sm_90a) on a machine without a GPU");
+      o.arch = arch_for(q.devices[0].cc, spec.arch_specific);
+    }
+    auto [cc, specific] = parse_arch(o.arch);
+    dev = DeviceTraits::for_arch(cc);
+    if (spec.arch_specific && !specific && cc >= 90) o.arch = arch_for(cc, true);
+    rec.arch = o.arch;
+    rec.cc = cc;
+  } else {
+    DeviceQuery q = query_devices();
+    if (q.devices.empty())
+      throw NoDeviceError("no CUDA device found: " + q.reason +
+                          ". `evotune run --compile-only --arch sm_90a ...` compiles and checks resources without a GPU.");
+    if (o.device < 0 || o.device >= static_cast<int>(q.devices.size()))
+      throw UsageError(strfmt("--device %d: this machine has %zu CUDA device(s)", o.device, q.devices.size()));
+    gpu = q.devices[static_cast<size_t>(o.device)];
+    dev.cc = gpu->cc;
+    dev.num_sms = gpu->num_sms;
+    o.arch = arch_for(gpu->cc, spec.arch_specific);
+    rec.name = gpu->name;
+    rec.uuid = gpu->uuid;
+    rec.cc = gpu->cc;
+    rec.num_sms = gpu->num_sms;
+    rec.driver_version = gpu->driver_version;
+    rec.runtime_version = gpu->runtime_version;
+    rec.arch = o.arch;
+  }
+  if (dev.cc < spec.min_cc || (spec.max_cc > 0 && dev.cc > spec.max_cc))
+    throw UsageError(strfmt("kernel %s runs on compute capability %d%s, not on %s (cc %d)", spec.name.c_str(),
+                            spec.min_cc, spec.max_cc > 0 ? strfmt("..%d", spec.max_cc).c_str() : "+",
+                            gpu ? gpu->name.c_str() : o.arch.c_str(), dev.cc));
+
+  // The run's problems are timed; check shapes (from the first problem with
+  // the same compile-time defines) are verified only.
+  std::vector<Problem> all_problems = problems;
+  std::vector<bool> timed(problems.size(), true);
+  for (size_t i = 0; i < spec.check_shapes.size(); ++i) {
+    for (const Problem& base : problems) {
+      Problem cs = spec.check_shape(i, base);
+      try {
+        spec.check_problem(cs);
+      } catch (const UsageError&) {
+        continue;  // this check shape does not apply to this problem
+      }
+      bool dup = std::any_of(all_problems.begin(), all_problems.end(),
+                             [&](const Problem& x) { return x.canonical() == cs.canonical() && x.dtype == cs.dtype; });
+      if (!dup) {
+        all_problems.push_back(cs);
+        timed.push_back(false);
+      }
+    }
+  }
+
+  if (!store_opt) store_opt.emplace(Store::open(o.db_path));
+  Store& store = *store_opt;
+  CompileCache::global().set_enabled(o.use_cache && CompileCache::global().enabled());
+
+  // ---- search
+  SearchSpace space(spec, problems, dev);
+  StrategyOptions so;
+  so.seed = o.seed;
+  so.elites = o.elites;
+  std::unique_ptr<Strategy> strategy = make_strategy(o.strategy, space, so);
+  Population population(o.elites);
+  std::optional<Trial> default_trial;
+  const Config default_config = spec.default_config();
+
+  std::vector<Trial> previous;
+  if (resumed) {
+    previous = store.trials(resumed->id);
+    for (const Trial& t : previous) {
+      strategy->mark_seen(t.config);
+      strategy->observe(t);
+      population.offer(t);
+      if (t.config == default_config) default_trial = t;
+    }
+  }
+  int spent = static_cast<int>(std::count_if(previous.begin(), previous.end(),
+                                             [](const Trial& t) { return t.status != TrialStatus::invalid; }));
+
+  // ---- compile pool, references, worker
+  unsigned threads = o.compile_threads > 0 ? static_cast<unsigned>(o.compile_threads)
+                                           : std::max(1u, std::thread::hardware_concurrency());
+  ThreadPool pool(threads);
+  const int window = o.window > 0 ? o.window : static_cast<int>(std::max(4u, 2 * threads));
+
+  std::unique_ptr<WorkerClient> worker;
+  if (!o.compile_only) {
+    SetupRequest setup;
+    setup.device = o.device;
+    setup.seed = o.seed;
+    setup.timing = o.timing;
+    CompileRequest support;
+    support.source_name = kSupportKernelsName;
+    support.source = support_kernels_source();
+    support.entry = "evotune_fill";
+    support.arch = arch_for(dev.cc, false);
+    CompileResult sr = compile(support);
+    if (!sr.ok) throw EngineError("compiling evotune's support kernels failed:\n" + sr.log);
+    setup.cubins.push_back(sr.cubin);
+    std::map<std::string, int> ref_cubins;
+    Planner planner(spec, dev);
+    for (size_t i = 0; i < all_problems.size(); ++i) {
+      auto defs = reference_defines(spec, all_problems[i], dev);
+      std::string key = defines_key(defs);
+      if (!ref_cubins.count(key)) {
+        CompileRequest rr = base_request(spec, arch_for(dev.cc, spec.arch_specific));
+        rr.source_name = spec.reference.source_name;
+        rr.source = spec.reference.source_text;
+        rr.entry = spec.reference.entry;
+        rr.defines = defs;
+        CompileResult cr = compile(rr);
+        if (!cr.ok) throw SpecError("the reference of kernel " + spec.name + " does not compile:\n" + cr.log);
+        ref_cubins[key] = static_cast<int>(setup.cubins.size());
+        setup.cubins.push_back(cr.cubin);
+      }
+      setup.problems.push_back(planner.problem_setup(all_problems[i], timed[i], ref_cubins[key]));
+    }
+    std::string exe = o.worker_exe.empty() ? self_exe() : o.worker_exe;
+    worker = std::make_unique<WorkerClient>(exe, std::move(setup));
+    if (!o.quiet) out << "preparing " << all_problems.size() << " problem(s) on " << rec.name << " (inputs, references)..." << std::endl;
+    worker->start();
+  }
+
+  // ---- the run record
+  RunInfo run;
+  if (resumed) {
+    run = *resumed;
+    if (o.budget > run.budget) run.budget = o.budget;
+    store.reopen_run(run.id);
+  } else {
+    run.kernel = spec.name;
+    run.spec_origin = spec.origin == "builtin" ? "builtin" : std::filesystem::absolute(o.kernel).string();
+    run.spec_hash = spec.content_hash();
+    run.spec_text = spec.spec_text;
+    run.problems = problems;
+    run.dtype = to_string(problems.front().dtype);
+    run.strategy = o.strategy;
+    run.seed = o.seed;
+    run.budget = o.budget;
+    run.elites_k = o.elites;
+    nlohmann::json opts = {{"command_line", o.command_line},
+                           {"timing", o.timing},
+                           {"timeout_floor_s", o.timeout_floor_s},
+                           {"abort_factor", o.abort_factor},
+                           {"check_shapes", static_cast<int>(all_problems.size() - problems.size())},
+                           {"compile_threads", threads}};
+    run.options_json = opts.dump();
+    run.device = rec;
+    run.evotune_version = EVOTUNE_VERSION;
+    run.status = "running";
+    run.compile_only = o.compile_only;
+    run.id = store.create_run(run);
+  }
+  const int budget = run.budget;
+  if (!o.quiet) {
+    out << "run " << run.id << ": " << spec.name << " on " << (gpu ? gpu->name + " (" + o.arch + ")" : o.arch + " (compile only)")
+        << ", " << problems.size() << " problem(s) + " << all_problems.size() - problems.size() << " check shape(s), "
+        << o.strategy << " seed " << o.seed << ", budget " << budget << (resumed ? strfmt(" (%d done)", spent) : "")
+        << ", " << threads << " compile thread(s), db " << o.db_path << std::endl;
+  }
+
+  // ---- the pipeline
+  RunStats stats = run.stats;
+  stats.compile_threads = static_cast<int>(threads);
+  Planner planner(spec, dev);
+  std::atomic<bool>& stop = stop_requested();
+
+  auto compile_candidate = [&spec, &all_problems, &o, dev, &stop](Config cfg, bool user_seed) {
+    CompiledCandidate cc;
+    cc.config = std::move(cfg);
+    cc.user_seed = user_seed;
+    if (stop.load()) return cc;
+    std::map<std::string, int> by_key;
+    for (const Problem& p : all_problems) {
+      std::vector<std::pair<std::string, std::string>> defs;
+      try {
+        defs = spec.compile_defines(cc.config, p, dev);
+      } catch (const ExprError& e) {
+        cc.define_error = e.what();
+        return cc;
+      }
+      std::string key = defines_key(defs);
+      auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        CompileRequest r = base_request(spec, o.arch);
+        r.defines = defs;
+        CompileResult res = compile(r);
+        cc.compile_ms += res.cache_hit ? 0 : res.compile_ms;
+        cc.cache_hit = cc.cache_hit && res.cache_hit;
+        it = by_key.emplace(key, static_cast<int>(cc.cubins.size())).first;
+        cc.cubins.push_back(std::move(res));
+      }
+      cc.problem_cubin.push_back(it->second);
+    }
+    return cc;
+  };
+
+  struct Pending {
+    std::future<CompiledCandidate> fut;
+  };
+  std::deque<Pending> inflight;
+  size_t next_seed = 0;
+  int proposed = 0;
+  bool exhausted = false;
+
+  auto refill = [&] {
+    while (static_cast<int>(inflight.size()) < window && spent + proposed < budget && !stop.load()) {
+      if (next_seed < seeds.size()) {
+        Config c = seeds[next_seed++];
+        strategy->mark_seen(c);
+        auto reason = space.invalid_reason(c);
+        std::promise<CompiledCandidate> p;
+        if (reason) {
+          CompiledCandidate cc;
+          cc.config = c;
+          cc.user_seed = true;
+          cc.invalid = *reason;
+          p.set_value(cc);
+          inflight.push_back({p.get_future()});
+          continue;
+        }
+        inflight.push_back({pool.submit([=, &compile_candidate] { return compile_candidate(c, true); })});
+        ++proposed;
+        continue;
+      }
+      std::optional<Config> c = strategy->propose();
+      if (!c) {
+        exhausted = true;
+        return;
+      }
+      Config cfg = *c;
+      inflight.push_back({pool.submit([=, &compile_candidate] { return compile_candidate(cfg, false); })});
+      ++proposed;
+    }
+  };
+
+  std::vector<int> counts(all_statuses().size(), 0);
+  for (const Trial& t : previous) ++counts[static_cast<size_t>(t.status)];
+  double gpu_wait_s = 0;
+  int recorded = 0;
+  refill();
+  while (!inflight.empty()) {
+    auto t_wait = Clock::now();
+    CompiledCandidate cc = inflight.front().fut.get();
+    inflight.pop_front();
+    gpu_wait_s += seconds_since(t_wait);
+    if (stop.load()) break;
+
+    Trial t;
+    t.config = cc.config;
+    t.compile_ms = cc.compile_ms;
+    t.cache_hit = cc.cache_hit && !cc.cubins.empty();
+    t.device = gpu ? o.device : -1;
+    if (cc.invalid) {
+      t.status = TrialStatus::invalid;
+      t.error = *cc.invalid;
+    } else if (!cc.define_error.empty()) {
+      t.status = TrialStatus::compile_error;
+      t.error = "[defines]: " + cc.define_error;
+    } else {
+      for (const CompileResult& r : cc.cubins) {
+        t.res.registers = std::max(t.res.registers, r.res.registers);
+        t.res.smem_static = std::max(t.res.smem_static, r.res.smem_static);
+        t.res.spill_stores = std::max(t.res.spill_stores, r.res.spill_stores);
+        t.res.spill_loads = std::max(t.res.spill_loads, r.res.spill_loads);
+        t.res.stack_frame = std::max(t.res.stack_frame, r.res.stack_frame);
+      }
+      auto failed = std::find_if(cc.cubins.begin(), cc.cubins.end(), [](const CompileResult& r) { return !r.ok; });
+      if (failed != cc.cubins.end()) {
+        t.status = TrialStatus::compile_error;
+        t.error = failed->log;
+      }
+      // Resource gate, per problem (dynamic shared memory can depend on it).
+      std::vector<LaunchPlan> launches;
+      for (size_t i = 0; i < all_problems.size() && t.status == TrialStatus::ok; ++i) {
+        try {
+          launches.push_back(planner.launch(cc.config, all_problems[i], cc.problem_cubin[i]));
+        } catch (const std::exception& e) {
+          t.status = TrialStatus::launch_error;
+          t.error = all_problems[i].canonical() + ": " + e.what();
+          break;
+        }
+        Resources r = cc.cubins[static_cast<size_t>(cc.problem_cubin[i])].res;
+        r.smem_dynamic = static_cast<int>(launches.back().dims.smem);
+        t.res.smem_dynamic = std::max(t.res.smem_dynamic, r.smem_dynamic);
+        if (auto why = spec.gate_reason(r, cc.config, all_problems[i], dev)) {
+          t.status = TrialStatus::resource_rejected;
+          t.error = *why;
+        } else if (gpu && r.smem_total() > gpu->smem_optin) {
+          t.status = TrialStatus::resource_rejected;
+          t.error = strfmt("%d bytes of shared memory > %lld the device allows per block", r.smem_total(), gpu->smem_optin);
+        }
+      }
+      if (t.status == TrialStatus::ok && worker) {
+        EvalRequest req;
+        for (const auto& r : cc.cubins) req.cubins.push_back(r.cubin);
+        req.launches = launches;
+        const Trial* best = population.best();
+        for (size_t i = 0; i < all_problems.size(); ++i) {
+          double a = 0;
+          if (best && i < best->per_problem.size() && timed[i] && o.abort_factor > 0)
+            a = o.abort_factor * best->per_problem[i].p50_us;
+          req.abort_us.push_back(a);
+        }
+        double limit = o.timeout_floor_s;
+        if (best) limit = std::max(limit, o.timeout_factor * (best->verify_ms + best->bench_ms) / 1000.0);
+        EvalReply rep = worker->evaluate(req, limit);
+        t.status = rep.status;
+        t.error = rep.error;
+        t.verify_ms = rep.verify_ms;
+        t.bench_ms = rep.bench_ms;
+        stats.verify_s += rep.verify_ms / 1000;
+        stats.bench_s += rep.bench_ms / 1000;
+        // Keep the run's own problems; check shapes are a gate, not a result.
+        for (size_t i = 0; i < rep.per_problem.size() && i < problems.size(); ++i) t.per_problem.push_back(rep.per_problem[i]);
+        if (t.ok()) {
+          std::vector<double> p50s;
+          for (const auto& m : t.per_problem) p50s.push_back(m.p50_us);
+          t.fitness = geomean(p50s);
+        }
+      }
+    }
+    if (t.status != TrialStatus::invalid) ++spent;
+    if (t.cache_hit) ++stats.cache_hits;
+    stats.compile_busy_s += t.compile_ms / 1000;
+    stats.trials = spent;
+    stats.invalid_draws = strategy->invalid_draws();
+    stats.wall_s = run.stats.wall_s + seconds_since(t_start);
+    stats.gpu_idle_s = run.stats.gpu_idle_s + gpu_wait_s;
+
+    // Offered before recording, so the stored elites include this trial (its
+    // id, unknown until the insert, is 0 in the list the store receives).
+    t.seq = static_cast<int>(previous.size()) + ++recorded;
+    population.offer(t);
+    store.record_trial(run.id, t, population.elite_ids());
+    population.assign_id(t.config, t.id, t.seq);
+    strategy->observe(t);
+    ++counts[static_cast<size_t>(t.status)];
+    if (t.config == default_config && !default_trial) {
+      default_trial = t;
+      store.set_default_trial(run.id, t.id);
+    }
+    store.update_stats(run.id, stats);
+
+    if (!o.quiet) {
+      const Trial* best = population.best();
+      std::string detail;
+      if (t.ok()) {
+        if (o.compile_only)
+          detail = strfmt("regs %3d  smem %7s  spills %d", t.res.registers, fmt_kib(t.res.smem_total()).c_str(),
+                          t.res.spill_bytes());
+        else
+          detail = strfmt("p50 %9s µs   best %9s µs", fmt_us(t.fitness).c_str(), best ? fmt_us(best->fitness).c_str() : "-");
+      } else {
+        detail = t.status == TrialStatus::compile_error ? first_error(t.error) : first_lines(t.error, 1);
+        if (detail.size() > 110) detail = detail.substr(0, 107) + "...";
+      }
+      out << strfmt("[%3d/%d] %-17s %s  %s%s", spent, budget, to_string(t.status).c_str(), detail.c_str(),
+                    t.config.canonical().c_str(), t.cache_hit ? "  (cached)" : "")
+          << std::endl;
+    }
+    refill();
+  }
+  bool interrupted = stop.load();
+  // Abandon whatever is still compiling: nothing of it was measured.
+  stop.store(true);
+  for (auto& p : inflight) p.fut.wait();
+  inflight.clear();
+  stop.store(false);
+
+  stats.wall_s = run.stats.wall_s + seconds_since(t_start);
+  stats.gpu_idle_s = run.stats.gpu_idle_s + gpu_wait_s;
+  std::string status = interrupted ? "interrupted" : "done";
+  store.finish_run(run.id, status, stats);
+
+  TuneResult result;
+  result.run = *store.run(run.id);
+  result.elites = store.elites(run.id);
+  result.default_trial = default_trial;
+  result.status_counts = counts;
+  result.interrupted = interrupted;
+  if (!o.quiet) {
+    out << "\n";
+    std::vector<std::string> parts;
+    for (TrialStatus s : all_statuses())
+      if (counts[static_cast<size_t>(s)] > 0) parts.push_back(to_string(s) + " " + std::to_string(counts[static_cast<size_t>(s)]));
+    out << strfmt("run %lld %s: %d trials in %.1f s (%s)%s\n", static_cast<long long>(run.id), status.c_str(), spent,
+                  stats.wall_s, join(parts, ", ").c_str(), exhausted ? "; the space is exhausted" : "");
+    if (interrupted)
+      out << "resume with: evotune run --resume " << run.id << " --db " << o.db_path << "\n";
+    if (!result.elites.empty() && !o.compile_only) {
+      out << "\nelite population (top " << o.elites << "):\n";
+      print_elites(out, result.run, result.elites, default_trial, &spec);
+      if (default_trial && default_trial->ok())
+        out << "\ndefault config: " << fmt_us(default_trial->fitness) << " µs (trial " << default_trial->seq << ")\n";
+      else
+        out << "\n(the default config was not measured ok; no speedup over it)\n";
+    }
+  }
+  return result;
+}
+
+}  // namespace evotune

@@ -1,0 +1,67 @@
+// CLI: the `evotune` subcommands and the tuning loop that ties the search,
+// the engine and the store together. The loop keeps a window of configs in
+// flight: they compile concurrently on a thread pool while the GPU worker
+// evaluates the oldest one; results are recorded and observed strictly in
+// proposal order, so a run is deterministic for a given seed and results.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/spec.hpp"
+#include "engine/plan.hpp"
+#include "store/store.hpp"
+
+namespace evotune {
+
+struct TuneOptions {
+  std::string kernel;                  // built-in name or spec path
+  std::vector<std::string> problems;   // "2,8,512,64" or "B=2,H=8,S=512,D=64"
+  std::optional<std::string> dtype;    // default: the spec's first dtype
+  int budget = 128;
+  int elites = 6;
+  uint64_t seed = 1;
+  std::string strategy = "evo";
+  std::string db_path = "evotune.db";
+  bool compile_only = false;
+  std::string arch;                    // compile-only target (or a check on the device's)
+  int compile_threads = 0;             // 0: one per core
+  int device = 0;
+  double timeout_floor_s = 20;         // a trial's time limit is at least this...
+  double timeout_factor = 20;          // ...or this many times the best trial's GPU time
+  double abort_factor = 3;             // stop timing once p50 > factor × the best's p50
+  TimingOptions timing;
+  bool use_cache = true;
+  std::vector<std::string> seed_configs;  // evaluated first ("BLOCK_M=64,...")
+  int64_t resume_run = 0;
+  std::string worker_exe;              // default: this executable
+  int window = 0;                      // configs in flight; 0: auto
+  std::string command_line;
+  bool quiet = false;                  // no per-trial lines
+};
+
+struct TuneResult {
+  RunInfo run;
+  std::vector<Trial> elites;
+  std::optional<Trial> default_trial;
+  std::vector<int> status_counts;      // by TrialStatus
+  bool interrupted = false;
+};
+
+// Set by SIGINT: the loop records the trial in hand and stops.
+std::atomic<bool>& stop_requested();
+
+// Runs (or resumes) one tuning run. Throws UsageError, SpecError, StoreError,
+// NoDeviceError or EngineError for failures of the run itself; a candidate's
+// failure is a trial status.
+TuneResult tune(const TuneOptions& opts, std::ostream& out);
+
+// The elite table printed at the end of a run (and by `evotune top`).
+void print_elites(std::ostream& out, const RunInfo& run, const std::vector<Trial>& elites,
+                  const std::optional<Trial>& default_trial, const KernelSpec* spec);
+
+}  // namespace evotune

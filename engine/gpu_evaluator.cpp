@@ -1,0 +1,508 @@
+#include "engine/gpu_evaluator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "engine/support_kernels.hpp"
+
+namespace evotune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+int elem_code(ElemType e) { return static_cast<int>(e); }
+
+size_t elem_size(ElemType e) {
+  switch (e) {
+    case ElemType::f16:
+    case ElemType::bf16: return 2;
+    case ElemType::u8: return 1;
+    default: return 4;
+  }
+}
+
+unsigned grid_for(int64_t n, int num_sms) {
+  int64_t blocks = (n + 255) / 256;
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, static_cast<int64_t>(num_sms) * 8));
+}
+
+// Why the geometry cannot be launched at all, or empty.
+std::string geometry_problem(const LaunchDims& d) {
+  for (int i = 0; i < 3; ++i)
+    if (d.grid[i] < 1 || d.block[i] < 1 || d.cluster[i] < 1)
+      return "launch geometry has a dimension below 1";
+  if (d.grid[0] > 2147483647LL || d.grid[1] > 65535 || d.grid[2] > 65535)
+    return strfmt("grid (%lld,%lld,%lld) exceeds the device's limits", static_cast<long long>(d.grid[0]),
+                  static_cast<long long>(d.grid[1]), static_cast<long long>(d.grid[2]));
+  if (d.block[0] * d.block[1] * d.block[2] > 1024)
+    return strfmt("block of %lld threads exceeds 1024", static_cast<long long>(d.block[0] * d.block[1] * d.block[2]));
+  for (int i = 0; i < 3; ++i)
+    if (d.grid[i] % d.cluster[i] != 0) return "grid is not a multiple of the cluster shape";
+  if (d.smem < 0) return "negative dynamic shared memory";
+  return {};
+}
+
+}  // namespace
+
+CUtensorMapDataType tmap_type(ElemType e) {
+  switch (e) {
+    case ElemType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case ElemType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case ElemType::f32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case ElemType::i32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case ElemType::u32: return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+    default: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  }
+}
+
+// Encodes a tiled tensor map; a disabled map is all zeros. Throws
+// EngineError with the driver's reason (e.g. a stride not a multiple of 16).
+void encode_tmap(CUtensorMap& m, const TensorMapPlan& t, void* base) {
+  std::memset(&m, 0, sizeof m);
+  if (!t.enabled) return;
+  const cuda::DriverApi& d = cuda::driver();
+  if (!d.tensorMapEncodeTiled) throw EngineError("this CUDA driver has no cuTensorMapEncodeTiled (TMA needs sm_90)");
+  auto swz = t.swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : t.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+           : t.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
+  auto l2 = t.l2_promotion == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : t.l2_promotion == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+          : t.l2_promotion == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+  std::vector<cuuint64_t> dims(t.dims.begin(), t.dims.end()), strides(t.strides_bytes.begin(), t.strides_bytes.end());
+  std::vector<cuuint32_t> box(t.box.begin(), t.box.end()), estride(t.dims.size(), 1);
+  CUresult r = d.tensorMapEncodeTiled(&m, tmap_type(t.elem), static_cast<cuuint32_t>(dims.size()), base, dims.data(),
+                                      strides.data(), box.data(), estride.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swz, l2,
+                                      t.oob_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+                                                : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw EngineError("cuTensorMapEncodeTiled over " + t.buffer + ": " + cuda::error_text(r));
+}
+
+// Kernel parameters for one launch, with stable storage.
+struct GpuSession::Launcher {
+  CUfunction fn = nullptr;
+  LaunchDims dims;
+  std::vector<uint64_t> storage;
+  std::vector<CUtensorMap> tmaps;  // 64-byte aligned by their type
+  std::vector<void*> params;
+
+  Launcher(CUfunction function, const LaunchPlan& plan, const std::map<std::string, cuda::DeviceBuffer>& buffers,
+           const std::vector<cuda::DeviceBuffer>& scratch)
+      : fn(function), dims(plan.dims), storage(plan.args.size(), 0) {
+    size_t n_tmaps = 0;
+    for (const ArgPlan& a : plan.args) n_tmaps += a.kind == ArgPlan::Kind::tmap;
+    tmaps.resize(n_tmaps);  // sized once: params point into it
+    size_t next_tmap = 0;
+    for (size_t i = 0; i < plan.args.size(); ++i) {
+      const ArgPlan& a = plan.args[i];
+      void* slot = &storage[i];
+      switch (a.kind) {
+        case ArgPlan::Kind::buffer: {
+          auto it = buffers.find(a.buffer);
+          if (it == buffers.end()) throw EngineError("launch plan names unknown buffer " + a.buffer);
+          void* p = it->second.get();
+          std::memcpy(slot, &p, sizeof p);
+          break;
+        }
+        case ArgPlan::Kind::scratch: {
+          void* p = scratch.at(static_cast<size_t>(a.scratch)).get();
+          std::memcpy(slot, &p, sizeof p);
+          break;
+        }
+        case ArgPlan::Kind::tmap: {
+          auto it = buffers.find(a.tmap.buffer);
+          if (it == buffers.end()) throw EngineError("tensor map over unknown buffer " + a.tmap.buffer);
+          CUtensorMap& m = tmaps[next_tmap++];
+          encode_tmap(m, a.tmap, it->second.get());
+          slot = &m;
+          break;
+        }
+        case ArgPlan::Kind::scalar:
+          if (a.type == ScalarType::f32) {
+            float f = static_cast<float>(a.f);
+            std::memcpy(slot, &f, sizeof f);
+          } else if (a.type == ScalarType::i64) {
+            std::memcpy(slot, &a.i, sizeof a.i);
+          } else {
+            int32_t v = static_cast<int32_t>(a.i);
+            std::memcpy(slot, &v, sizeof v);
+          }
+          break;
+      }
+      params.push_back(slot);
+    }
+  }
+
+  CUresult launch(cudaStream_t stream) {
+    const cuda::DriverApi& d = cuda::driver();
+    auto u = [](int64_t v) { return static_cast<unsigned>(v); };
+    if (dims.cluster[0] * dims.cluster[1] * dims.cluster[2] == 1)
+      return d.launchKernel(fn, u(dims.grid[0]), u(dims.grid[1]), u(dims.grid[2]), u(dims.block[0]),
+                            u(dims.block[1]), u(dims.block[2]), u(dims.smem), stream, params.data(), nullptr);
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = u(dims.cluster[0]);
+    attr.value.clusterDim.y = u(dims.cluster[1]);
+    attr.value.clusterDim.z = u(dims.cluster[2]);
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = u(dims.grid[0]);
+    cfg.gridDimY = u(dims.grid[1]);
+    cfg.gridDimZ = u(dims.grid[2]);
+    cfg.blockDimX = u(dims.block[0]);
+    cfg.blockDimY = u(dims.block[1]);
+    cfg.blockDimZ = u(dims.block[2]);
+    cfg.sharedMemBytes = u(dims.smem);
+    cfg.hStream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return d.launchKernelEx(&cfg, fn, params.data(), nullptr);
+  }
+};
+
+GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.device) {
+  cuda::driver();  // NoDeviceError here, before anything else
+  cuda::check(cudaSetDevice(device_), "cudaSetDevice");
+  cuda::check(cudaFree(nullptr), "creating the CUDA context");
+  stream_ = std::make_unique<cuda::Stream>();
+  cudaDeviceProp prop{};
+  cuda::check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+  smem_optin_ = static_cast<long long>(prop.sharedMemPerBlockOptin);
+  if (req.cubins.empty()) throw EngineError("setup carries no support kernels");
+  support_ = cuda::Module(req.cubins[0]);
+  fill_fn_ = support_.function("evotune_fill");
+  poison_fn_ = support_.function("evotune_poison");
+  compare_fn_ = support_.function("evotune_compare");
+  checksum_fn_ = support_.function("evotune_checksum");
+  stats_ = cuda::DeviceBuffer(64);
+  size_t flush_bytes = static_cast<size_t>(std::max(1.0, req.timing.flush_bytes_factor) * prop.l2CacheSize);
+  if (req.timing.flush_l2) flush_ = cuda::DeviceBuffer(std::max<size_t>(flush_bytes, 1 << 20));
+
+  std::vector<cuda::Module> ref_modules;
+  for (size_t i = 1; i < req.cubins.size(); ++i) ref_modules.emplace_back(req.cubins[i]);
+  uint64_t problem_salt = 0;
+  for (const ProblemSetup& ps : req.problems) {
+    ++problem_salt;
+    ProblemState st;
+    st.setup = ps;
+    for (const BufferPlan& b : ps.buffers) {
+      cuda::DeviceBuffer buf(static_cast<size_t>(b.count) * elem_size(b.elem));
+      if (b.role == ArgRole::in)
+        fill(buf, b.elem, b.count, b.init, b.scale, req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + b.salt);
+      else
+        poison(buf, b.elem, b.count);
+      st.buffers.emplace(b.name, std::move(buf));
+    }
+    // The reference, once per problem.
+    const LaunchPlan& ref = ps.reference;
+    if (ref.cubin < 1 || static_cast<size_t>(ref.cubin) >= req.cubins.size())
+      throw EngineError("setup names reference cubin " + std::to_string(ref.cubin) + " that it does not carry");
+    CUfunction fn = ref_modules[static_cast<size_t>(ref.cubin - 1)].function(ref.entry);
+    std::string geo = geometry_problem(ref.dims);
+    if (!geo.empty()) throw EngineError("reference launch on " + ps.label + ": " + geo);
+    if (ref.dims.smem > 48 * 1024)
+      cuda::check(cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                  static_cast<int>(ref.dims.smem)),
+                  "reference: raising the dynamic shared memory limit");
+    std::vector<cuda::DeviceBuffer> no_scratch;
+    Launcher l(fn, ref, st.buffers, no_scratch);
+    cuda::check(l.launch(stream_->get()), ("launching the reference on " + ps.label).c_str());
+    sync(("the reference kernel on " + ps.label).c_str());
+    for (const BufferPlan& b : ps.buffers)
+      if (b.role == ArgRole::in || ends_with(b.name, ".ref")) st.checksums[b.name] = checksum(st.buffers.at(b.name));
+    problems_.push_back(std::move(st));
+  }
+  sync("setting up the problems");
+}
+
+GpuSession::~GpuSession() = default;
+
+void GpuSession::sync(const char* what) { cuda::check(cudaStreamSynchronize(stream_->get()), what); }
+
+void GpuSession::fill(const cuda::DeviceBuffer& buf, ElemType elem, int64_t count, InitKind init, double scale,
+                      uint64_t seed) {
+  if (count == 0) return;
+  void* p = buf.get();
+  long long n = count;
+  int e = elem_code(elem), k = static_cast<int>(init);
+  float sc = static_cast<float>(scale);
+  unsigned long long sd = seed;
+  void* args[] = {&p, &n, &e, &k, &sc, &sd};
+  cuda::check(cuda::driver().launchKernel(fill_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args,
+                                          nullptr),
+              "evotune_fill");
+}
+
+void GpuSession::poison(const cuda::DeviceBuffer& buf, ElemType elem, int64_t count) {
+  if (count == 0) return;
+  void* p = buf.get();
+  long long n = count;
+  int e = elem_code(elem);
+  void* args[] = {&p, &n, &e};
+  cuda::check(cuda::driver().launchKernel(poison_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args,
+                                          nullptr),
+              "evotune_poison");
+}
+
+unsigned long long GpuSession::checksum(const cuda::DeviceBuffer& buf) {
+  cuda::check(cudaMemsetAsync(stats_.get(), 0, 8, stream_->get()), "cudaMemsetAsync");
+  const void* p = buf.get();
+  long long bytes = static_cast<long long>(buf.bytes());
+  void* out = stats_.get();
+  void* args[] = {&p, &bytes, &out};
+  cuda::check(cuda::driver().launchKernel(checksum_fn_, grid_for(bytes / 4 + 1, 132), 1, 1, 256, 1, 1, 0,
+                                          stream_->get(), args, nullptr),
+              "evotune_checksum");
+  unsigned long long h = 0;
+  cuda::check(cudaMemcpyAsync(&h, stats_.get(), 8, cudaMemcpyDeviceToHost, stream_->get()), "cudaMemcpyAsync");
+  sync("checksum");
+  return h;
+}
+
+ErrorStats GpuSession::compare(const cuda::DeviceBuffer& out, ElemType elem, const cuda::DeviceBuffer& ref,
+                               int64_t count, const Tolerances& tol) {
+  ErrorStats s;
+  if (count == 0) return s;
+  cuda::check(cudaMemsetAsync(stats_.get(), 0, 64, stream_->get()), "cudaMemsetAsync");
+  const void* o = out.get();
+  int e = elem_code(elem);
+  const void* r = ref.get();
+  long long n = count;
+  float atol = static_cast<float>(tol.atol), rtol = static_cast<float>(tol.rtol);
+  void* acc = stats_.get();
+  void* counts = static_cast<char*>(stats_.get()) + 32;
+  void* args[] = {&o, &e, &r, &n, &atol, &rtol, &acc, &counts};
+  cuda::check(cuda::driver().launchKernel(compare_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args,
+                                          nullptr),
+              "evotune_compare");
+  double acc_h[4] = {};
+  unsigned long long cnt[3] = {};
+  cuda::check(cudaMemcpyAsync(acc_h, stats_.get(), 32, cudaMemcpyDeviceToHost, stream_->get()), "cudaMemcpyAsync");
+  cuda::check(cudaMemcpyAsync(cnt, static_cast<char*>(stats_.get()) + 32, 24, cudaMemcpyDeviceToHost, stream_->get()),
+              "cudaMemcpyAsync");
+  sync("comparing with the reference");
+  s.max_abs = acc_h[0];
+  int64_t finite = count - static_cast<int64_t>(cnt[1] + cnt[2]);
+  s.mean_abs = finite > 0 ? acc_h[1] / static_cast<double>(finite) : 0;
+  s.rel_l2 = acc_h[3] > 0 ? std::sqrt(acc_h[2] / acc_h[3]) : std::sqrt(acc_h[2]);
+  s.bad_frac = static_cast<double>(cnt[0]) / static_cast<double>(count);
+  s.nan_count = static_cast<int64_t>(cnt[1]);
+  s.unwritten = static_cast<int64_t>(cnt[2]);
+  return s;
+}
+
+std::string verdict(const ErrorStats& e, const Tolerances& tol, int64_t count) {
+  std::vector<std::string> why;
+  if (e.unwritten > 0) why.push_back(strfmt("%lld of %lld elements never written", static_cast<long long>(e.unwritten),
+                                            static_cast<long long>(count)));
+  if (e.nan_count > 0) why.push_back(strfmt("%lld NaN/Inf elements", static_cast<long long>(e.nan_count)));
+  if (tol.max_abs > 0 && e.max_abs > tol.max_abs) why.push_back(strfmt("max abs error %.4g > %.4g", e.max_abs, tol.max_abs));
+  if (tol.mean_abs > 0 && e.mean_abs > tol.mean_abs)
+    why.push_back(strfmt("mean abs error %.4g > %.4g", e.mean_abs, tol.mean_abs));
+  if (e.unwritten == 0 && e.nan_count == 0 && e.bad_frac > tol.max_bad_frac)
+    why.push_back(strfmt("%.4g%% of elements outside atol %.3g + rtol %.3g*|ref| (allowed %.4g%%)", 100 * e.bad_frac,
+                         tol.atol, tol.rtol, 100 * tol.max_bad_frac));
+  return join(why, "; ");
+}
+
+EvalReply GpuSession::evaluate(const EvalRequest& req) {
+  EvalReply reply;
+  auto t_verify = Clock::now();
+  if (req.launches.size() != problems_.size()) {
+    reply.status = TrialStatus::launch_error;
+    reply.error = "evaluation request does not match the set-up problems";
+    return reply;
+  }
+  // A candidate fails the first gate it meets; the reply says which.
+  auto fail = [&](TrialStatus s, const std::string& msg, bool restart) {
+    reply.status = s;
+    reply.error = msg;
+    reply.worker_must_restart = restart;
+    reply.verify_ms = ms_since(t_verify);
+    return reply;
+  };
+
+  std::vector<cuda::Module> modules;
+  try {
+    for (const auto& c : req.cubins) modules.emplace_back(c);
+  } catch (const EngineError& e) {
+    return fail(TrialStatus::launch_error, std::string("loading the cubin: ") + e.what(), false);
+  }
+
+  struct Prepared {
+    std::vector<cuda::DeviceBuffer> scratch;
+    std::unique_ptr<Launcher> launcher;
+  };
+  std::vector<Prepared> prepared(problems_.size());
+  reply.per_problem.resize(problems_.size());
+
+  // ---- verify every problem
+  for (size_t pi = 0; pi < problems_.size(); ++pi) {
+    ProblemState& st = problems_[pi];
+    const LaunchPlan& lp = req.launches[pi];
+    reply.per_problem[pi].problem = static_cast<int>(pi);
+    std::string geo = geometry_problem(lp.dims);
+    if (!geo.empty()) return fail(TrialStatus::launch_error, st.setup.label + ": " + geo, false);
+    if (lp.cubin < 0 || static_cast<size_t>(lp.cubin) >= modules.size())
+      return fail(TrialStatus::launch_error, "launch plan names a missing cubin", false);
+    CUfunction fn = nullptr;
+    try {
+      fn = modules[static_cast<size_t>(lp.cubin)].function(lp.entry);
+    } catch (const EngineError& e) {
+      return fail(TrialStatus::launch_error, e.what(), false);
+    }
+    if (lp.dims.smem > 48 * 1024) {
+      CUresult r = cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                   static_cast<int>(lp.dims.smem));
+      if (r != CUDA_SUCCESS)
+        return fail(TrialStatus::launch_error,
+                    strfmt("%lld bytes of dynamic shared memory refused (device allows %lld per block): ",
+                           static_cast<long long>(lp.dims.smem), smem_optin_) +
+                        cuda::error_text(r),
+                    false);
+    }
+    Prepared& pr = prepared[pi];
+    try {
+      for (const ScratchPlan& sp : lp.scratch) {
+        pr.scratch.emplace_back(static_cast<size_t>(std::max<int64_t>(sp.count, 1)) * elem_size(sp.elem));
+        fill(pr.scratch.back(), sp.elem, std::max<int64_t>(sp.count, 1), sp.init, 1.0, 12345);
+      }
+      for (const auto& name : st.setup.outputs) {
+        const BufferPlan* b = nullptr;
+        for (const auto& x : st.setup.buffers)
+          if (x.name == name) b = &x;
+        poison(st.buffers.at(name), b->elem, b->count);
+      }
+      pr.launcher = std::make_unique<Launcher>(fn, lp, st.buffers, pr.scratch);
+    } catch (const EngineError& e) {
+      return fail(TrialStatus::launch_error, st.setup.label + ": " + e.what(), false);
+    }
+    CUresult r = pr.launcher->launch(stream_->get());
+    if (r != CUDA_SUCCESS) {
+      bool sticky = cuda::is_sticky(static_cast<cudaError_t>(r));
+      return fail(sticky ? TrialStatus::crashed : TrialStatus::launch_error,
+                  st.setup.label + ": launch failed: " + cuda::error_text(r), sticky);
+    }
+    cudaError_t e = cudaStreamSynchronize(stream_->get());
+    if (e != cudaSuccess)
+      return fail(TrialStatus::crashed, st.setup.label + ": kernel failed: " + cuda::error_text(e), true);
+
+    ErrorStats total;
+    int64_t total_count = 0;
+    double weighted_mean = 0;
+    try {
+      for (const auto& name : st.setup.outputs) {
+        const BufferPlan* b = nullptr;
+        for (const auto& x : st.setup.buffers)
+          if (x.name == name) b = &x;
+        ErrorStats es = compare(st.buffers.at(name), b->elem, st.buffers.at(name + ".ref"), b->count, st.setup.tol);
+        total.max_abs = std::max(total.max_abs, es.max_abs);
+        weighted_mean += es.mean_abs * static_cast<double>(b->count);
+        total.bad_frac += es.bad_frac * static_cast<double>(b->count);
+        total.rel_l2 = std::max(total.rel_l2, es.rel_l2);
+        total.nan_count += es.nan_count;
+        total.unwritten += es.unwritten;
+        total_count += b->count;
+      }
+      // A kernel that wrote outside its outputs may have corrupted inputs or
+      // references that later candidates rely on: replace the process.
+      for (const auto& [name, sum] : st.checksums) {
+        if (checksum(st.buffers.at(name)) != sum)
+          return fail(TrialStatus::crashed,
+                      st.setup.label + ": the kernel wrote into buffer '" + name + "' (not one of its outputs)", true);
+      }
+    } catch (const EngineError& err) {
+      return fail(TrialStatus::crashed, st.setup.label + ": " + err.what(), true);
+    }
+    if (total_count > 0) {
+      total.mean_abs = weighted_mean / static_cast<double>(total_count);
+      total.bad_frac /= static_cast<double>(total_count);
+    }
+    reply.per_problem[pi].err = total;
+    std::string why = verdict(total, st.setup.tol, total_count);
+    if (!why.empty()) return fail(TrialStatus::incorrect, st.setup.label + ": " + why, false);
+  }
+  reply.verify_ms = ms_since(t_verify);
+
+  // ---- time the timed problems
+  auto t_bench = Clock::now();
+  const TimingOptions& to = setup_.timing;
+  std::vector<cuda::Event> starts, stops;
+  for (int i = 0; i < to.max_samples; ++i) {
+    starts.emplace_back();
+    stops.emplace_back();
+  }
+  for (size_t pi = 0; pi < problems_.size(); ++pi) {
+    if (!problems_[pi].setup.timed) continue;
+    Launcher& l = *prepared[pi].launcher;
+    cudaStream_t s = stream_->get();
+    auto launch_checked = [&]() -> bool { return l.launch(s) == CUDA_SUCCESS; };
+    // Estimate one launch, then warm up by time.
+    cudaEventRecord(starts[0].get(), s);
+    if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
+    cudaEventRecord(stops[0].get(), s);
+    cudaError_t e = cudaEventSynchronize(stops[0].get());
+    if (e != cudaSuccess)
+      return fail(TrialStatus::crashed, problems_[pi].setup.label + ": kernel failed: " + cuda::error_text(e), true);
+    float est_ms = 0;
+    cudaEventElapsedTime(&est_ms, starts[0].get(), stops[0].get());
+    est_ms = std::max(est_ms, 0.001f);
+    int warm = static_cast<int>(std::clamp(to.warmup_ms / est_ms, 1.0, 2000.0));
+    for (int i = 0; i < warm; ++i)
+      if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
+    int want = static_cast<int>(std::clamp(to.target_ms / est_ms, static_cast<double>(to.min_samples),
+                                           static_cast<double>(to.max_samples)));
+    std::vector<double> samples;
+    Measurement& m = reply.per_problem[pi];
+    unsigned char flush_value = 0;
+    while (static_cast<int>(samples.size()) < want) {
+      int batch = std::min(want - static_cast<int>(samples.size()), std::max(to.min_samples, 1));
+      size_t base = samples.size();
+      for (int k = 0; k < batch; ++k) {
+        if (to.flush_l2 && flush_.get())
+          cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
+        cudaEventRecord(starts[base + static_cast<size_t>(k)].get(), s);
+        if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
+        cudaEventRecord(stops[base + static_cast<size_t>(k)].get(), s);
+      }
+      e = cudaStreamSynchronize(s);
+      if (e != cudaSuccess)
+        return fail(TrialStatus::crashed, problems_[pi].setup.label + ": kernel failed while timing: " + cuda::error_text(e),
+                    true);
+      for (int k = 0; k < batch; ++k) {
+        float t = 0;
+        cudaEventElapsedTime(&t, starts[base + static_cast<size_t>(k)].get(), stops[base + static_cast<size_t>(k)].get());
+        samples.push_back(static_cast<double>(t) * 1000.0);
+      }
+      double abort_us = pi < req.abort_us.size() ? req.abort_us[pi] : 0;
+      if (abort_us > 0 && static_cast<int>(samples.size()) >= to.min_samples) {
+        std::vector<double> sorted = samples;
+        std::sort(sorted.begin(), sorted.end());
+        if (sorted[sorted.size() / 2] > abort_us) {
+          m.aborted_early = true;
+          break;
+        }
+      }
+    }
+    std::sort(samples.begin(), samples.end());
+    size_t n = samples.size();
+    m.samples = static_cast<int>(n);
+    m.p50_us = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+    m.p90_us = samples[std::min(n - 1, static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1)];
+    m.min_us = samples.front();
+    m.mean_us = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(n);
+    double var = 0;
+    for (double x : samples) var += (x - m.mean_us) * (x - m.mean_us);
+    m.cv = n > 1 && m.mean_us > 0 ? std::sqrt(var / static_cast<double>(n - 1)) / m.mean_us : 0;
+  }
+  reply.bench_ms = ms_since(t_bench);
+  return reply;
+}
+
+}  // namespace evotune

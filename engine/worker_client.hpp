@@ -1,0 +1,50 @@
+// The tuner's side of a GPU worker process: spawns `evotune worker`, sends it
+// the problems once, then candidates one at a time. A worker that crashes,
+// reports a poisoned context, or does not answer in time is killed and
+// replaced before the next candidate; the candidate is recorded as crashed or
+// timeout and the run goes on.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "engine/plan.hpp"
+
+namespace evotune {
+
+class WorkerClient {
+ public:
+  // `exe` is the evotune binary (it must understand `worker`). The worker is
+  // started lazily by the first evaluate() or by start().
+  WorkerClient(std::string exe, SetupRequest setup);
+  ~WorkerClient();
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  // Spawns the worker and sets up the problems (references run here). Throws
+  // EngineError when that fails: the run cannot go on without its problems.
+  void start();
+  // Evaluates one candidate; a reply within timeout_s or a crashed/timeout
+  // status. Never throws for the candidate's faults.
+  EvalReply evaluate(const EvalRequest& req, double timeout_s);
+
+  int restarts() const { return restarts_; }
+  double last_setup_ms() const { return setup_ms_; }
+  int device() const { return setup_.device; }
+
+ private:
+  void spawn();
+  void kill_worker();
+  std::string describe_exit();
+
+  std::string exe_;
+  SetupRequest setup_;
+  pid_t pid_ = -1;
+  int to_fd_ = -1, from_fd_ = -1;
+  int restarts_ = -1;
+  double setup_ms_ = 0;
+  int last_status_ = 0;
+};
+
+}  // namespace evotune

@@ -1,0 +1,18 @@
+// Reference for the gemm template: one thread per element of C, fp32
+// accumulation over K in order, inputs read as the same rounded fp16/bf16
+// values the kernel sees. Threads are numbered with n fastest, so a warp
+// reads 32 consecutive elements of a row of B and one (broadcast) element of A.
+#include "evotune_ptx.cuh"
+
+extern "C" __global__ void gemm_reference(const evotune_elem_t* A, const evotune_elem_t* B, float* C, int M, int N,
+                                          int K) {
+  const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (long long)M * N) return;
+  const long long m = idx / N;
+  const long long n = idx - m * N;
+  const evotune_elem_t* a = A + m * K;
+  const evotune_elem_t* b = B + n;
+  float acc = 0.f;
+  for (int k = 0; k < K; ++k) acc += evotune_ptx::to_float(a[k]) * evotune_ptx::to_float(b[(long long)k * N]);
+  C[idx] = acc;
+}

@@ -1,0 +1,772 @@
+// evotune built-in Hopper GEMM: C[M,N] = A[M,K] · B[K,N], all row-major, fp16 or
+// bf16 inputs, fp32 accumulation, output in the input type. sm_90a only.
+//
+// Design (warp-specialised, CUTLASS-sm90 / FlashAttention-3 style).
+//  * Roles. Threads 0 .. 128*CONSUMER_WG-1 are consumer warpgroups; after them
+//    comes the producer: one warp (PRODUCER=0) or a whole warpgroup that hands
+//    registers to the consumers with setmaxnreg (PRODUCER=1). Each role is one
+//    branch of a single if/else.
+//  * Pipeline. A STAGES-deep shared-memory ring; a stage holds the A tile
+//    (BLOCK_M x BLOCK_K, K-major, as BLOCK_K/64 sub-tiles of BLOCK_M rows x 128
+//    bytes) and the B tile (BLOCK_K x BLOCK_N, N-major, as BLOCK_N/64 boxes of
+//    BLOCK_K rows x 128 bytes), all in the TMA/wgmma 128-byte swizzle (16-byte
+//    chunk c of row r sits at chunk c ^ (r & 7); every sub-tile 1024-aligned).
+//    Stage s has a "full" mbarrier (TMA bytes + fallback arrivals) and an
+//    "empty" mbarrier (one arrival per consuming warpgroup per source CTA).
+//  * Loads. TMA (cp.async.bulk.tensor, tensor maps passed by value) when the
+//    operand's row stride is a multiple of 16 bytes (use_tma_a: K % 8 == 0,
+//    use_tma_b: N % 8 == 0). Otherwise that operand falls back to the producer
+//    threads copying it with cp.async (16/8/4 bytes, whatever the row stride
+//    allows; 2-byte loads for odd strides) into the same swizzled layout, with
+//    zero fill outside the matrix; those threads wait for their copies, fence
+//    the async proxy and arrive on the full barrier STAGES-1 k-tiles later.
+//  * Math. Each consumer warpgroup waits on the full barrier, issues
+//    wgmma.mma_async m64nBLOCK_Nk16 (A and B straight from shared memory via
+//    descriptors, B transposed: it is N-major) for its 64 or 128 rows, keeps one
+//    k-tile of wgmmas in flight and releases the stage before last to the
+//    producer. Accumulators stay in registers (fp32).
+//  * Epilogue. Accumulators to C through a per-warp 16x64 shared-memory
+//    staging tile and 16-byte coalesced stores (EPILOGUE=1), or straight from
+//    registers with 4-byte stores (EPILOGUE=0); predicated for M/N tails.
+//  * Scheduling. Work units are (cluster tile, K split); cluster c takes units
+//    c, c+G, c+2G, ... (G = clusters in the grid), so PERSISTENT=1 launches
+//    min(units, SMs) CTAs that loop while the producer runs ahead into the next
+//    unit. Units are rasterised in groups of SWIZZLE tile-rows for L2 reuse.
+//    SCHEDULE=1 (ping-pong): the two consumer warpgroups take alternate units,
+//    each a whole BLOCK_M x BLOCK_N tile, and take turns on the tensor cores
+//    (named barriers), so one's epilogue overlaps the other's MMAs.
+//  * Clusters (CLUSTER_M x CLUSTER_N CTAs): CTAs sharing a tile column share
+//    B, those sharing a tile row share A; each loads its slice of the shared
+//    operand and multicasts it to the others. Consumers release a stage on
+//    every CTA that writes into it. Tiles past the matrix still run the
+//    pipeline (their peers need their loads) and skip the stores.
+//  * Split-K (SPLIT_K > 1): the K range is cut into SPLIT_K slices of whole
+//    k-tiles; each slice writes its fp32 partial tile to `workspace`, and the
+//    unit arriving last at the tile's counter (in `counters`) adds the others,
+//    writes C and re-arms the counter for the next launch (no memset).
+//
+// Tunables (macros; spec.toml lists their values):
+//   BLOCK_M      rows of a tile: 64 x consumer warpgroups (cooperative), or the
+//                tile of one warpgroup (ping-pong: 64 or 128).
+//   BLOCK_N      columns of a tile = the wgmma N (64, 128, 192, 256).
+//   BLOCK_K      K depth of one stage (64: one 128-byte swizzle row; 128: two).
+//   STAGES       shared-memory ring depth.
+//   CONSUMER_WG  consumer warpgroups (1 or 2).
+//   SCHEDULE     0 cooperative (the warpgroups split a tile's rows), 1 ping-pong.
+//   PRODUCER     0 one producer warp, 1 a producer warpgroup with setmaxnreg.
+//   REG_SPLIT    setmaxnreg targets with PRODUCER=1: 0 = 40 / 232, 1 = 24 / 240
+//                (producer / consumer registers per thread).
+//   CLUSTER_M/N  thread-block cluster shape over tiles (1 or 2), TMA multicast.
+//   SWIZZLE      tile-rows per rasterisation group.
+//   PERSISTENT   0 one CTA per unit (pair of units for ping-pong), 1 one per SM.
+//   SPLIT_K      K slices per tile, reduced serially through workspace.
+//   EPILOGUE     0 direct register stores, 1 staged through shared memory.
+//
+// Launch (spec.toml): 1-D grid of whole clusters, block = 128*CONSUMER_WG +
+// (PRODUCER ? 128 : 32), dynamic shared memory = 1024 (alignment slack) +
+// STAGES * stage bytes + epilogue staging + 256 (barriers).
+
+#include "evotune_ptx.cuh"
+#include "evotune_sm90.cuh"
+
+#ifndef BLOCK_M
+#define BLOCK_M 128
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 256
+#endif
+#ifndef BLOCK_K
+#define BLOCK_K 64
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CONSUMER_WG
+#define CONSUMER_WG 2
+#endif
+#ifndef SCHEDULE
+#define SCHEDULE 0
+#endif
+#ifndef PRODUCER
+#define PRODUCER 0
+#endif
+#ifndef REG_SPLIT
+#define REG_SPLIT 0
+#endif
+#ifndef CLUSTER_M
+#define CLUSTER_M 1
+#endif
+#ifndef CLUSTER_N
+#define CLUSTER_N 1
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 8
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 1
+#endif
+#ifndef EPILOGUE
+#define EPILOGUE 1
+#endif
+
+namespace evotune_gemm_sm90 {
+
+#if defined(EVOTUNE_DTYPE_BF16)
+constexpr bool kBF16 = true;
+#else
+constexpr bool kBF16 = false;
+#endif
+
+constexpr int kCWG = CONSUMER_WG;
+constexpr bool kPingPong = SCHEDULE == 1;
+constexpr int kWgRows = kPingPong ? BLOCK_M : BLOCK_M / kCWG;  // rows one consumer warpgroup owns
+constexpr int kMIters = kWgRows / 64;                          // m64 wgmmas per k16 step
+constexpr int kAcc = BLOCK_N / 2;                              // fp32 accumulators per m64 block
+constexpr int kKSteps = BLOCK_K / 16;
+constexpr int kNBoxes = BLOCK_N / 64;  // B boxes of 64 columns
+constexpr int kProducerThreads = PRODUCER ? 128 : 32;
+constexpr int kConsumerThreads = 128 * kCWG;
+constexpr int kThreads = kConsumerThreads + kProducerThreads;
+constexpr int kCS = CLUSTER_M * CLUSTER_N;
+
+constexpr int kSubBytesA = BLOCK_M * 128;  // one 64-wide K sub-tile of A
+constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
+constexpr int kBoxBytesB = BLOCK_K * 128;  // one 64-wide N box of B
+constexpr int kStageBytesB = BLOCK_K * BLOCK_N * 2;
+constexpr int kStageBytes = kStageBytesA + kStageBytesB;
+constexpr int kEpiWarpBytes = 16 * 64 * 2;  // per-warp 16 x 64 staging tile
+constexpr int kEpiBytes = EPILOGUE ? (kConsumerThreads / 32) * kEpiWarpBytes : 0;
+constexpr int kBarOffset = STAGES * kStageBytes + kEpiBytes;
+constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // + barriers, flags, schedule
+
+constexpr int kRegProducer = REG_SPLIT == 0 ? 40 : 24;
+constexpr int kRegConsumer = REG_SPLIT == 0 ? 232 : 240;
+// Arrivals that free a stage: each consuming warpgroup, once per CTA whose
+// loads land in this CTA (same cluster row or column, this CTA included).
+constexpr int kEmptyArrivals = (kPingPong ? 1 : kCWG) * (CLUSTER_M + CLUSTER_N - 1);
+// Fallback producers arrive on stage i's full barrier after issuing i+kLag.
+constexpr int kLag = STAGES - 1;
+// A producer warpgroup runs on 24-40 registers: no unrolling of its copy loops.
+constexpr int kFillUnroll = PRODUCER ? 1 : 4;
+
+// Named barrier ids (0 is __syncthreads).
+constexpr int kBarConsumers = 1;  // all consumer threads (cooperative split-K)
+constexpr int kBarWg = 2;         // + wg: one warpgroup (ping-pong split-K)
+constexpr int kBarOrder = 4;      // + wg: ping-pong turn of warpgroup wg
+
+static_assert(BLOCK_K == 64 || BLOCK_K == 128, "BLOCK_K is 64 or 128 (128-byte swizzle rows)");
+static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256, "BLOCK_N is 64, 128, 192 or 256");
+static_assert(kWgRows == 64 || kWgRows == 128, "a consumer warpgroup owns 64 or 128 rows");
+static_assert(kPingPong ? (kCWG == 2) : (kWgRows * kCWG == BLOCK_M), "tile rows split over the warpgroups");
+static_assert(PRODUCER == 0 || kCWG == 2, "a producer warpgroup goes with two consumer warpgroups");
+static_assert(STAGES >= 2 && STAGES <= 8, "2..8 stages");
+static_assert(CLUSTER_M >= 1 && CLUSTER_M <= 2 && CLUSTER_N >= 1 && CLUSTER_N <= 2, "cluster dims 1 or 2");
+static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && (BLOCK_K / CLUSTER_M) % 8 == 0, "multicast slices keep 8-row atoms");
+static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
+static_assert(16 * STAGES + 16 + 16 * 4 <= 256, "barriers, flags and the schedule fit the 256-byte area");
+
+
+// Where this launch's work comes from: tiles, K split, grid of clusters.
+struct Sched {
+  int M, N, K;
+  int tiles_m, tiles_n;  // C tiles
+  int ctm, ctn;          // cluster tiles (tiles grouped CLUSTER_M x CLUSTER_N)
+  int tiles_c;           // ctm * ctn
+  int units;             // tiles_c * SPLIT_K
+  int kt_total, kt_per;  // k-tiles in K, per split
+  int cluster, clusters; // this cluster, clusters in the grid
+  int rank_m, rank_n;    // this CTA's position in its cluster
+};
+
+struct Unit {
+  int tile_m, tile_n, split;
+  int kt_begin, k_tiles;
+  bool live;  // the tile lies inside C (false only for cluster padding)
+};
+
+__device__ __forceinline__ Sched make_sched(int M, int N, int K) {
+  Sched s;
+  s.M = M;
+  s.N = N;
+  s.K = K;
+  s.tiles_m = (M + BLOCK_M - 1) / BLOCK_M;
+  s.tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
+  s.ctm = (s.tiles_m + CLUSTER_M - 1) / CLUSTER_M;
+  s.ctn = (s.tiles_n + CLUSTER_N - 1) / CLUSTER_N;
+  s.tiles_c = s.ctm * s.ctn;
+  s.units = s.tiles_c * SPLIT_K;
+  s.kt_total = (K + BLOCK_K - 1) / BLOCK_K;
+  s.kt_per = (s.kt_total + SPLIT_K - 1) / SPLIT_K;
+  s.cluster = blockIdx.x / kCS;
+  s.clusters = gridDim.x / kCS;
+  const int rank = kCS > 1 ? (int)evotune_sm90::cluster_ctarank() : 0;
+  s.rank_m = rank % CLUSTER_M;
+  s.rank_n = rank / CLUSTER_M;
+  return s;
+}
+
+// Unit u → this CTA's tile. Splits outermost; cluster tiles rasterised in
+// groups of SWIZZLE cluster-rows (down a group, then across).
+__device__ __forceinline__ Unit decode(const Sched& s, int u) {
+  Unit w;
+  w.split = u / s.tiles_c;
+  const int t = u - w.split * s.tiles_c;
+  const int group_size = SWIZZLE * s.ctn;
+  const int g = t / group_size;
+  const int first = g * SWIZZLE;
+  const int rows = min(s.ctm - first, SWIZZLE);
+  const int in = t - g * group_size;
+  w.tile_m = (first + in % rows) * CLUSTER_M + s.rank_m;
+  w.tile_n = (in / rows) * CLUSTER_N + s.rank_n;
+  w.kt_begin = w.split * s.kt_per;
+  w.k_tiles = max(0, min(s.kt_total - w.kt_begin, s.kt_per));
+  w.live = w.tile_m < s.tiles_m && w.tile_n < s.tiles_n;
+  return w;
+}
+
+// Ring position: stage index and phase parity of the k-tile it counts.
+struct Ring {
+  int stage = 0;
+  unsigned phase = 0;
+  __device__ __forceinline__ void next() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+  __device__ __forceinline__ void skip(int n) {
+    stage += n;
+    phase ^= (unsigned)((stage / STAGES) & 1);
+    stage %= STAGES;
+  }
+};
+
+// ------------------------------------------------------------ fallback loads
+
+// Copies one W-byte piece global → shared; invalid pieces become zeros without
+// reading global memory.
+template <int W>
+__device__ __forceinline__ void copy_piece(unsigned dst, const evotune_elem_t* src, bool valid) {
+  if constexpr (W == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16u : 0u)
+                 : "memory");
+  } else if constexpr (W == 8 || W == 4) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(W),
+                 "r"(valid ? (unsigned)W : 0u)
+                 : "memory");
+  } else {
+    unsigned short v = 0;
+    if (valid) v = __ldg(reinterpret_cast<const unsigned short*>(src));
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(dst), "h"(v) : "memory");
+  }
+}
+
+// A tile (rows m0.., k0..k0+BLOCK_K) into the stage's A region, W-byte pieces,
+// thread `ptid` of kProducerThreads. Same swizzled placement as TMA.
+template <int W>
+__device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __restrict__ A, const Sched& s, int m0,
+                                       int k0, int ptid) {
+  constexpr int kPPR = 128 / W;  // pieces per 128-byte row
+  constexpr int kPerSub = BLOCK_M * kPPR;
+  constexpr int kTotal = kPerSub * (BLOCK_K / 64);
+#pragma unroll kFillUnroll
+  for (int p = ptid; p < kTotal; p += kProducerThreads) {
+    const int sub = p / kPerSub;
+    const int rem = p - sub * kPerSub;
+    const int row = rem / kPPR;
+    const int byte = (rem % kPPR) * W;
+    const unsigned dst =
+        dst_a + sub * kSubBytesA + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
+    const int m = m0 + row;
+    const int k = k0 + sub * 64 + (byte >> 1);
+    const bool valid = m < s.M && k < s.K;
+    copy_piece<W>(dst, valid ? A + (long long)m * s.K + k : A, valid);
+  }
+}
+
+// B tile (k0..k0+BLOCK_K rows, columns n0..) into the stage's B region.
+template <int W>
+__device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __restrict__ B, const Sched& s, int n0,
+                                       int k0, int ptid) {
+  constexpr int kPPR = 128 / W;
+  constexpr int kPerBox = BLOCK_K * kPPR;
+  constexpr int kTotal = kPerBox * kNBoxes;
+#pragma unroll kFillUnroll
+  for (int p = ptid; p < kTotal; p += kProducerThreads) {
+    const int box = p / kPerBox;
+    const int rem = p - box * kPerBox;
+    const int kr = rem / kPPR;
+    const int byte = (rem % kPPR) * W;
+    const unsigned dst =
+        dst_b + box * kBoxBytesB + kr * 128 + ((((byte >> 4) ^ (kr & 7)) << 4) | (byte & 15));
+    const int k = k0 + kr;
+    const int n = n0 + box * 64 + (byte >> 1);
+    const bool valid = k < s.K && n < s.N;
+    copy_piece<W>(dst, valid ? B + (long long)k * s.N + n : B, valid);
+  }
+}
+
+// Widest piece the row stride allows (rows start 16-byte aligned only when
+// the stride is a multiple of 8 elements).
+__device__ __forceinline__ int piece_bytes(int stride) {
+  return (stride % 8 == 0) ? 16 : (stride % 4 == 0) ? 8 : (stride % 2 == 0) ? 4 : 2;
+}
+
+// ------------------------------------------------------------ producer
+
+__device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
+                                         const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
+                                         unsigned smem, unsigned full0, unsigned empty0, bool tma_a, bool tma_b,
+                                         int ptid) {
+  using namespace evotune_sm90;
+  const bool fallback = !tma_a || !tma_b;
+  const bool leader = ptid == 0;
+  if (!fallback && !leader) return;  // pure TMA: one thread issues everything
+  const unsigned tx = (tma_a ? (unsigned)kStageBytesA : 0u) + (tma_b ? (unsigned)kStageBytesB : 0u);
+  const int wa = piece_bytes(s.K), wb = piece_bytes(s.N);
+  // Multicast masks: A goes to the CTAs of this cluster row (same rank_m),
+  // B to those of this cluster column (same rank_n). Rank = rank_m + CLUSTER_M * rank_n.
+  unsigned short mask_a = 0, mask_b = 0;
+#pragma unroll
+  for (int j = 0; j < CLUSTER_N; ++j) mask_a |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
+#pragma unroll
+  for (int i = 0; i < CLUSTER_M; ++i) mask_b |= (unsigned short)(1u << (i + CLUSTER_M * s.rank_n));
+  if (leader) {
+    if (tma_a) tma_prefetch_desc(tm_a);
+    if (tma_b) tma_prefetch_desc(tm_b);
+  }
+
+  Ring ring;      // stage being filled
+  Ring lag;       // oldest stage whose fallback copies are not yet announced
+  int issued = 0; // k-tiles issued so far (for the fallback lag)
+  for (int i = 0;; ++i) {
+    const int u = s.cluster + i * s.clusters;
+    if (u >= s.units) break;
+    const Unit w = decode(s, u);
+    const int m0 = w.tile_m * BLOCK_M, n0 = w.tile_n * BLOCK_N;
+    for (int kt = 0; kt < w.k_tiles; ++kt) {
+      const int k0 = (w.kt_begin + kt) * BLOCK_K;
+      const unsigned full = full0 + 8 * ring.stage;
+      const unsigned a_dst = smem + ring.stage * kStageBytes;
+      const unsigned b_dst = a_dst + kStageBytesA;
+      mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1u);  // every reader (in every CTA) released it
+      if (leader && tx) {
+        mbar_arrive_expect_tx(full, tx);
+        if (tma_a) {
+          // This CTA's slice of the A tile: rows rank_n * BLOCK_M/CLUSTER_N.
+          constexpr int kRows = BLOCK_M / CLUSTER_N;
+#pragma unroll
+          for (int sub = 0; sub < BLOCK_K / 64; ++sub) {
+            const unsigned dst = a_dst + sub * kSubBytesA + s.rank_n * kRows * 128;
+            if constexpr (CLUSTER_N > 1)
+              tma_load_2d_multicast(dst, tm_a, k0 + sub * 64, m0 + s.rank_n * kRows, full, mask_a);
+            else
+              tma_load_2d(dst, tm_a, k0 + sub * 64, m0, full);
+          }
+        }
+        if (tma_b) {
+          // This CTA's slice of every B box: k-rows rank_m * BLOCK_K/CLUSTER_M.
+          constexpr int kRows = BLOCK_K / CLUSTER_M;
+#pragma unroll
+          for (int box = 0; box < kNBoxes; ++box) {
+            const unsigned dst = b_dst + box * kBoxBytesB + s.rank_m * kRows * 128;
+            if constexpr (CLUSTER_M > 1)
+              tma_load_2d_multicast(dst, tm_b, n0 + box * 64, k0 + s.rank_m * kRows, full, mask_b);
+            else
+              tma_load_2d(dst, tm_b, n0 + box * 64, k0, full);
+          }
+        }
+      }
+      if (fallback) {
+        // Whole tiles of the non-TMA operands, this CTA only (no multicast).
+        if (!tma_a) {
+          switch (wa) {
+            case 16: fill_a<16>(a_dst, A, s, m0, k0, ptid); break;
+            case 8: fill_a<8>(a_dst, A, s, m0, k0, ptid); break;
+            case 4: fill_a<4>(a_dst, A, s, m0, k0, ptid); break;
+            default: fill_a<2>(a_dst, A, s, m0, k0, ptid); break;
+          }
+        }
+        if (!tma_b) {
+          switch (wb) {
+            case 16: fill_b<16>(b_dst, B, s, n0, k0, ptid); break;
+            case 8: fill_b<8>(b_dst, B, s, n0, k0, ptid); break;
+            case 4: fill_b<4>(b_dst, B, s, n0, k0, ptid); break;
+            default: fill_b<2>(b_dst, B, s, n0, k0, ptid); break;
+          }
+        }
+        evotune_ptx::cp_async_commit();
+        if (++issued > kLag) {
+          // The copies of k-tile issued-1-kLag have landed: make them visible
+          // to the tensor cores' async proxy, then count this thread in.
+          evotune_ptx::cp_async_wait<kLag>();
+          fence_proxy_async();
+          mbar_arrive(full0 + 8 * lag.stage);
+          lag.next();
+        }
+      }
+      ring.next();
+    }
+  }
+  if (fallback) {
+    evotune_ptx::cp_async_wait_all();
+    fence_proxy_async();
+    for (int j = 0; j < min(issued, kLag); ++j) {
+      mbar_arrive(full0 + 8 * lag.stage);
+      lag.next();
+    }
+  }
+}
+
+// ------------------------------------------------------------ consumers
+
+// Releases a stage: one arrival per source CTA (thread j of the warpgroup's
+// first warp signals cluster rank j when that CTA loads into this one).
+__device__ __forceinline__ void release_stage(unsigned empty, const Sched& s, int wg_tid) {
+  using namespace evotune_sm90;
+  if constexpr (kCS == 1) {
+    if (wg_tid == 0) mbar_arrive(empty);
+  } else {
+    if (wg_tid < kCS) {
+      const int rm = wg_tid % CLUSTER_M, rn = wg_tid / CLUSTER_M;
+      if (rm == s.rank_m || rn == s.rank_n) mbar_arrive_cluster(empty, (unsigned)wg_tid);
+    }
+  }
+}
+
+// One tile's MMAs for one warpgroup: k_tiles stages from `ring` on.
+__device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring, int k_tiles, const Sched& s,
+                                         unsigned smem, unsigned full0, unsigned empty0, int row0_in_tile,
+                                         int wg_tid) {
+  using namespace evotune_sm90;
+#pragma unroll
+  for (int mi = 0; mi < kMIters; ++mi)
+#pragma unroll
+    for (int j = 0; j < kAcc; ++j) {
+      acc[mi][j] = 0.f;
+      fence_operand(acc[mi][j]);
+    }
+  Ring prev = ring;  // stage of the previous k-tile, released one step late
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    mbar_wait(full0 + 8 * ring.stage, ring.phase);
+    const unsigned a_base = smem + ring.stage * kStageBytes + row0_in_tile * 128;
+    const unsigned b_base = smem + ring.stage * kStageBytes + kStageBytesA;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      // B: N-major atoms of 64 columns x 8 k-rows; the next atom along N is the
+      // next box (BLOCK_K*128 bytes), the next 8 k-rows 1024 bytes on.
+      const unsigned long long db = make_desc_sw128(b_base + kk * 16 * 128, kBoxBytesB, 1024);
+#pragma unroll
+      for (int mi = 0; mi < kMIters; ++mi) {
+        // A: K-major, rows of 128 bytes; k16 slice kk%4 starts 32 bytes in.
+        const unsigned long long da =
+            make_desc_sw128(a_base + (kk / 4) * kSubBytesA + mi * 64 * 128 + (kk % 4) * 32, 16, 1024);
+        wgmma_ss<BLOCK_N, kBF16, 1>(acc[mi], da, db);
+      }
+    }
+    wgmma_commit();
+    if (kt > 0) {
+      wgmma_wait<1>();  // the previous k-tile's MMAs are done with their stage
+      release_stage(empty0 + 8 * prev.stage, s, wg_tid);
+      prev.next();
+    }
+    ring.next();
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int mi = 0; mi < kMIters; ++mi)
+#pragma unroll
+    for (int j = 0; j < kAcc; ++j) fence_operand(acc[mi][j]);
+  if (k_tiles > 0) release_stage(empty0 + 8 * prev.stage, s, wg_tid);
+}
+
+// Accumulator fragment (wgmma D, m64nN): thread t of the warpgroup holds, for
+// column group j (8 columns) and half h, acc[4j + 2h + e] at row
+// 16*(t/32) + (t%32)/4 + 8h, column 8j + 2*(t%4) + e.
+
+// Split-K: publish this warpgroup's part of the slice's fp32 partial tile (in
+// the accumulator layout), count the slice in, and return whether it arrived
+// last. Every slice writes its partial, so the last one can sum all of them
+// with plain row-wise loads afterwards instead of adding into live
+// accumulators (which would need another register per accumulator).
+__device__ __forceinline__ bool splitk_publish(const float (&acc)[kMIters][kAcc], const Unit& w, const Sched& s,
+                                               float* __restrict__ workspace, unsigned* __restrict__ counters,
+                                               volatile unsigned* flag, int m_wg, int n0, int wg_tid, int bar_id,
+                                               int bar_threads, bool first_thread) {
+  const long long MN = (long long)s.M * s.N;
+  const bool vec = (s.N % 2) == 0;
+  const int lane = wg_tid & 31;
+  const int row0 = m_wg + (wg_tid >> 5) * 16 + (lane >> 2);
+  const int col0 = n0 + (lane & 3) * 2;
+  float* ws = workspace + (long long)w.split * MN;
+#pragma unroll
+  for (int mi = 0; mi < kMIters; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + mi * 64 + h * 8;
+      if (row >= s.M) continue;
+      float* p = ws + (long long)row * s.N + col0;
+#pragma unroll
+      for (int j = 0; j < kAcc / 4; ++j) {
+        const int col = col0 + j * 8;
+        if (vec && col + 1 < s.N) {
+          __stcg(reinterpret_cast<float2*>(p + j * 8), make_float2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]));
+        } else {
+          if (col < s.N) __stcg(p + j * 8, acc[mi][4 * j + 2 * h]);
+          if (col + 1 < s.N) __stcg(p + j * 8 + 1, acc[mi][4 * j + 2 * h + 1]);
+        }
+      }
+    }
+  // Release: every thread's partials are visible GPU-wide before the count.
+  __threadfence();
+  evotune_sm90::named_bar_sync(bar_id, bar_threads);
+  if (first_thread) {
+    const int tile = w.tile_m * s.tiles_n + w.tile_n;
+    __threadfence();
+    const unsigned arrived = atomicAdd(&counters[tile], 1u);
+    const unsigned last = (arrived == SPLIT_K - 1) ? 1u : 0u;
+    if (last) counters[tile] = 0u;  // every slice has counted: re-arm for the next launch
+    __threadfence();                // acquire side of the count
+    *flag = last;
+  }
+  evotune_sm90::named_bar_sync(bar_id, bar_threads);
+  const bool last = *flag != 0;
+  if (last) __threadfence();
+  return last;
+}
+
+// The last slice: C = sum of the SPLIT_K partials over this warpgroup's rows
+// (from m_wg) of the tile, 4 columns per load where N allows it.
+__device__ __forceinline__ void splitk_sum_store(evotune_elem_t* __restrict__ C, const float* __restrict__ workspace,
+                                                 const Sched& s, int m_wg, int n0, int wg_tid) {
+  const long long MN = (long long)s.M * s.N;
+  const int rows = min(kWgRows, s.M - m_wg);
+  const int cols = min(BLOCK_N, s.N - n0);
+  if (s.N % 4 == 0) {
+    constexpr int kQ = BLOCK_N / 4;  // float4 per tile row
+#pragma unroll 2
+    for (int idx = wg_tid; idx < rows * kQ; idx += 128) {
+      const int r = idx / kQ, q = idx % kQ;
+      if (4 * q >= cols) continue;  // cols is a multiple of 4 here
+      const long long off = (long long)(m_wg + r) * s.N + n0 + 4 * q;
+      float4 sum = __ldcg(reinterpret_cast<const float4*>(workspace + off));
+      for (int z = 1; z < SPLIT_K; ++z) {
+        const float4 v = __ldcg(reinterpret_cast<const float4*>(workspace + z * MN + off));
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
+      }
+      uint2 out;
+      out.x = evotune_ptx::pack2(sum.x, sum.y);
+      out.y = evotune_ptx::pack2(sum.z, sum.w);
+      *reinterpret_cast<uint2*>(C + off) = out;
+    }
+  } else {
+#pragma unroll 1
+    for (int idx = wg_tid; idx < rows * BLOCK_N; idx += 128) {
+      const int r = idx / BLOCK_N, c = idx % BLOCK_N;
+      if (c >= cols) continue;
+      const long long off = (long long)(m_wg + r) * s.N + n0 + c;
+      float sum = __ldcg(workspace + off);
+      for (int z = 1; z < SPLIT_K; ++z) sum += __ldcg(workspace + z * MN + off);
+      C[off] = evotune_ptx::from_float(sum);
+    }
+  }
+}
+
+__device__ __forceinline__ void st_global_v4(void* p, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+// Writes this warpgroup's rows of the tile to C (rows from m_wg, columns from
+// n0), predicated on the matrix edges.
+__device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], evotune_elem_t* __restrict__ C,
+                                           const Sched& s, int m_wg, int n0, unsigned epi_smem, int wg_tid) {
+  const int warp = wg_tid >> 5, lane = wg_tid & 31;
+  if constexpr (EPILOGUE == 1) {
+    // Per warp: its 16 rows x 64 columns at a time through shared memory
+    // (16-byte chunks XOR-swizzled by row, conflict-free both ways), then
+    // whole 128-byte row segments to global memory.
+    const unsigned buf = epi_smem + (wg_tid >> 5) * kEpiWarpBytes;
+    const bool vec = (s.N % 8) == 0;
+    const int r_lo = lane >> 2;
+#pragma unroll
+    for (int mi = 0; mi < kMIters; ++mi) {
+#pragma unroll
+      for (int c = 0; c < kNBoxes; ++c) {
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int j = c * 8 + jj;
+            const unsigned addr = buf + (r_lo + 8 * h) * 128 + ((jj ^ r_lo) << 4) + (lane & 3) * 4;
+            const unsigned v = evotune_ptx::pack2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+          }
+        __syncwarp();
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          const int idx = p * 32 + lane;
+          const int lr = idx >> 3, ch = idx & 7;
+          uint4 v;
+          asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                       : "r"(buf + lr * 128 + ((ch ^ (lr & 7)) << 4))
+                       : "memory");
+          const int row = m_wg + mi * 64 + warp * 16 + lr;
+          const int col = n0 + c * 64 + ch * 8;
+          if (row < s.M) {
+            evotune_elem_t* p8 = C + (long long)row * s.N + col;
+            if (vec && col + 8 <= s.N) {
+              st_global_v4(p8, v);
+            } else {
+              const unsigned wds[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+              for (int e = 0; e < 8; ++e)
+                if (col + e < s.N) {
+                  const unsigned short bits = (unsigned short)(wds[e >> 1] >> (16 * (e & 1)));
+                  *reinterpret_cast<unsigned short*>(p8 + e) = bits;
+                }
+            }
+          }
+        }
+        __syncwarp();
+      }
+    }
+  } else {
+    const bool vec = (s.N % 2) == 0;
+#pragma unroll
+    for (int mi = 0; mi < kMIters; ++mi)
+#pragma unroll
+      for (int j = 0; j < kAcc / 4; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = m_wg + mi * 64 + warp * 16 + (lane >> 2) + 8 * h;
+          const int col = n0 + j * 8 + (lane & 3) * 2;
+          if (row >= s.M) continue;
+          evotune_elem_t* p = C + (long long)row * s.N + col;
+          const float x = acc[mi][4 * j + 2 * h], y = acc[mi][4 * j + 2 * h + 1];
+          if (vec && col + 1 < s.N) {
+            *reinterpret_cast<unsigned*>(p) = evotune_ptx::pack2(x, y);
+          } else {
+            if (col < s.N) p[0] = evotune_ptx::from_float(x);
+            if (col + 1 < s.N) p[1] = evotune_ptx::from_float(y);
+          }
+        }
+  }
+}
+
+__device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restrict__ C, float* __restrict__ workspace,
+                                         unsigned* __restrict__ counters, unsigned smem, unsigned full0,
+                                         unsigned empty0, unsigned epi_smem, volatile unsigned* flags, int wg) {
+  const int wg_tid = threadIdx.x & 127;
+  float acc[kMIters][kAcc];
+  Ring ring;
+  if constexpr (kPingPong) {
+    // Warpgroup 0 takes the tensor cores first.
+    if (wg == 1 && s.cluster < s.units) evotune_sm90::named_bar_arrive(kBarOrder + 0, 256);
+  }
+  for (int i = 0;; ++i) {
+    const int u = s.cluster + i * s.clusters;
+    if (u >= s.units) break;
+    const int k_tiles = decode(s, u).k_tiles;
+    if (kPingPong && (i & 1) != wg) {
+      ring.skip(k_tiles);  // the other warpgroup's stages
+      continue;
+    }
+    const int row0_in_tile = kPingPong ? 0 : wg * kWgRows;
+    if constexpr (kPingPong) evotune_sm90::named_bar_sync(kBarOrder + wg, 256);
+    mainloop(acc, ring, k_tiles, s, smem, full0, empty0, row0_in_tile, wg_tid);
+    if constexpr (kPingPong) {
+      // Hand the tensor cores to the other warpgroup if it has a next unit.
+      if (s.cluster + (i + 1) * s.clusters < s.units) evotune_sm90::named_bar_arrive(kBarOrder + (wg ^ 1), 256);
+    }
+    // Decoded again rather than kept live across the MMAs (s is in shared
+    // memory and re-read after them): registers are for the accumulators.
+    const Unit w = decode(s, u);
+    if (!w.live) continue;  // cluster padding: loads only
+    const int m_wg = w.tile_m * BLOCK_M + row0_in_tile;
+    const int n0 = w.tile_n * BLOCK_N;
+    if constexpr (SPLIT_K > 1) {
+      const int bar_id = kPingPong ? kBarWg + wg : kBarConsumers;
+      const int bar_threads = kPingPong ? 128 : kConsumerThreads;
+      const bool first = kPingPong ? (wg_tid == 0) : (threadIdx.x == 0);
+      if (splitk_publish(acc, w, s, workspace, counters, flags + (kPingPong ? wg : 0), m_wg, n0, wg_tid, bar_id,
+                         bar_threads, first))
+        splitk_sum_store(C, workspace, s, m_wg, n0, wg_tid);
+      continue;
+    }
+    store_tile(acc, C, s, m_wg, n0, epi_smem, wg_tid);
+  }
+}
+
+}  // namespace evotune_gemm_sm90
+
+extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
+    gemm_sm90(const __grid_constant__ EvotuneTmap tm_a, const __grid_constant__ EvotuneTmap tm_b,
+              const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
+              evotune_elem_t* __restrict__ C, float* __restrict__ workspace, unsigned* __restrict__ counters, int M,
+              int N, int K, int use_tma_a, int use_tma_b) {
+#if EVOTUNE_SM90A
+  using namespace evotune_gemm_sm90;
+  using namespace evotune_sm90;
+  extern __shared__ __align__(128) unsigned char gemm_smem[];
+  // 128-byte swizzle atoms must sit on 1024-byte boundaries (descriptor base
+  // offset 0, TMA pattern = wgmma pattern); the spec adds 1024 bytes of slack.
+  const unsigned raw = smem_u32(gemm_smem);
+  const unsigned smem = (raw + 1023u) & ~1023u;
+  const unsigned epi_smem = smem + STAGES * kStageBytes;
+  const unsigned full0 = smem + kBarOffset;          // STAGES full barriers
+  const unsigned empty0 = full0 + 8 * STAGES;        // STAGES empty barriers
+  unsigned char* bar_area = gemm_smem + (smem - raw) + kBarOffset;
+  volatile unsigned* flags = reinterpret_cast<volatile unsigned*>(bar_area + 16 * STAGES);  // split-K "last" flags
+  // The schedule lives in shared memory: re-read where needed instead of
+  // pinning ~16 registers across the MMAs.
+  Sched* sched = reinterpret_cast<Sched*>(bar_area + 16 * STAGES + 16);
+  const bool tma_a = use_tma_a != 0, tma_b = use_tma_b != 0;
+
+  if (threadIdx.x == 0) {
+    *sched = make_sched(M, N, K);
+    // Full: one expect_tx arrival when any operand comes by TMA, plus one per
+    // producer thread when any operand falls back to thread copies.
+    const unsigned full_count = ((tma_a || tma_b) ? 1u : 0u) + ((!tma_a || !tma_b) ? (unsigned)kProducerThreads : 0u);
+    for (int st = 0; st < STAGES; ++st) {
+      mbar_init(full0 + 8 * st, full_count);
+      mbar_init(empty0 + 8 * st, (unsigned)kEmptyArrivals);
+    }
+    fence_mbar_init();
+    fence_proxy_async();
+  }
+  if constexpr (kCS > 1)
+    cluster_sync();  // peers' barriers exist before anyone multicasts or arrives remotely
+  else
+    __syncthreads();
+
+  const Sched& s = *sched;
+  const int wg = threadIdx.x >> 7;
+  if (wg == kCWG) {
+    if constexpr (PRODUCER == 1) setmaxnreg_dec<kRegProducer>();
+    producer(s, &tm_a, &tm_b, A, B, smem, full0, empty0, tma_a, tma_b, (int)threadIdx.x - kConsumerThreads);
+    if constexpr (kCS > 1) {
+      __syncwarp();
+      cluster_sync();  // no CTA exits while a peer may still arrive on its barriers
+    }
+  } else {
+    if constexpr (PRODUCER == 1) setmaxnreg_inc<kRegConsumer>();
+    consumer(s, C, workspace, counters, smem, full0, empty0, epi_smem, flags, wg);
+    if constexpr (kCS > 1) {
+      __syncwarp();
+      cluster_sync();
+    }
+  }
+#else
+  // gemm_sm90 needs sm_90a (wgmma, setmaxnreg); nothing to run elsewhere.
+  __trap();
+#endif
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what evotune needs to build on Debian/Ubuntu (the CUDA toolkit must
+# already be installed), then configures and builds it in ./build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -d /usr/local/cuda/bin ] && ! command -v nvcc >/dev/null; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+if ! command -v nvcc >/dev/null; then
+  echo "bootstrap: the CUDA toolkit (nvcc, NVRTC) is required: https://developer.nvidia.com/cuda-downloads" >&2
+  exit 1
+fi
+
+packages=(cmake g++ make libsqlite3-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2
+          libtomlplusplus-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${EVOTUNE_CMAKE_ARGS:-} >/dev/null
+cmake --build build -j "$(nproc)"

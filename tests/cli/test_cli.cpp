@@ -1,0 +1,206 @@
+// The evotune binary as a user meets it: help, listing, and clear errors with
+// the documented exit codes for bad input — with nothing lost or written that
+// is not true. Runs the real binary; needs no GPU.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "engine/device_info.hpp"
+#include "tests/catch.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result run_cli(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + " " + std::string(EVOTUNE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  Result r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("evotune_cli_" + std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string db() const { return (path / "t.db").string(); }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool has_gpu() { return !evotune::query_devices().devices.empty(); }
+
+}  // namespace
+
+TEST_CASE("--help teaches the subcommands", "[cli]") {
+  Result r = run_cli("--help");
+  CHECK(r.code == 0);
+  for (const char* sub : {"run", "kernels", "runs", "top", "trials", "export", "report"})
+    CHECK(r.out.find(sub) != std::string::npos);
+  CHECK(r.out.find("worker") == std::string::npos);  // internal
+  Result run = run_cli("run --help");
+  CHECK(run.code == 0);
+  CHECK(run.out.find("--compile-only") != std::string::npos);
+  CHECK(run.out.find("Examples") != std::string::npos);
+  CHECK(run_cli("").code == 2);  // a subcommand is required
+  CHECK(run_cli("frobnicate").code == 2);
+}
+
+TEST_CASE("kernels lists the built-ins and describes one", "[cli]") {
+  Result r = run_cli("kernels");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("gemm") != std::string::npos);
+  CHECK(r.out.find("sdpa_fwd") != std::string::npos);
+  Result j = run_cli("kernels --json");
+  REQUIRE(j.code == 0);
+  auto list = nlohmann::json::parse(j.out);
+  REQUIRE(list.size() >= 2);
+  for (const auto& k : list) CHECK(k.at("valid_configs").get<long long>() >= 1000);
+  Result d = run_cli("kernels sdpa_fwd");
+  REQUIRE(d.code == 0);
+  for (const char* what : {"BLOCK_M", "PRODUCER_WARPS", "SPLIT_KV", "constraints", "tolerances", "resource gates"})
+    CHECK(d.out.find(what) != std::string::npos);
+  Result bad = run_cli("kernels nope");
+  CHECK(bad.code == 2);
+  CHECK(bad.out.find("unknown kernel 'nope'") != std::string::npos);
+}
+
+TEST_CASE("bad input to run: a clear message, exit code 2, nothing written", "[cli]") {
+  TempDir t;
+  std::string db = " --db " + t.db();
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {"run --kernel nope --shape 1,2", "unknown kernel 'nope'"},
+      {"run --kernel gemm --shape 4096,x,4096 --compile-only --arch sm_90a", "malformed shape"},
+      {"run --kernel gemm --shape 4096,4096 --compile-only --arch sm_90a", "malformed shape"},
+      {"run --kernel gemm --shape 0,4096,4096 --compile-only --arch sm_90a", "must be positive"},
+      {"run --kernel gemm --problem M=1,N=2,Q=3 --compile-only --arch sm_90a", "no dimension Q"},
+      {"run --kernel gemm --shape 64,64,64 --dtype fp8 --compile-only --arch sm_90a", "unknown dtype 'fp8'"},
+      {"run --kernel gemm --shape 64,64,64 --budget 0 --compile-only --arch sm_90a", "budget"},
+      {"run --kernel sdpa_fwd --shape 1,1,64,96 --compile-only --arch sm_90a", "does not accept"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only", ""},  // exit 2 without a GPU, fine with one
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_9x", "malformed architecture"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --config BLOCK_M", "NAME=VALUE"},
+      {"top abc", "not a run id"},
+  };
+  for (const auto& c : cases) {
+    if (c.message.empty() && has_gpu()) continue;
+    Result r = run_cli(c.args + db);
+    INFO(c.args << "\n" << r.out);
+    CHECK(r.code == 2);
+    if (!c.message.empty()) CHECK(r.out.find(c.message) != std::string::npos);
+    CHECK_FALSE(fs::exists(t.db()));
+  }
+}
+
+TEST_CASE("a spec file with a typo is a spec error naming the place", "[cli]") {
+  TempDir t;
+  fs::path spec = t.path / "spec.toml";
+  std::ofstream(spec) << "[kernel]\nname = \"x\"\nsourc = \"k.cu\"\n";
+  Result r = run_cli("kernels " + spec.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find("unknown key 'sourc'") != std::string::npos);
+}
+
+TEST_CASE("database errors: unwritable path, corrupt file, missing file", "[cli]") {
+  TempDir t;
+  // A directory that does not exist.
+  Result r = run_cli("run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --budget 1 --db " +
+                     (t.path / "no/such/dir/x.db").string());
+  CHECK(r.code == 3);
+  CHECK(r.out.find("no/such/dir") != std::string::npos);
+  // A file that is not a database is refused and left exactly as it was.
+  fs::path junk = t.path / "junk.db";
+  std::string content = "these are my notes, not a database\n";
+  std::ofstream(junk) << content;
+  for (const std::string& cmd : {std::string("runs"), std::string("run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --budget 1")}) {
+    Result j = run_cli(cmd + " --db " + junk.string());
+    INFO(cmd << "\n" << j.out);
+    CHECK(j.code == 3);
+    CHECK(j.out.find("not an evotune database") != std::string::npos);
+    CHECK(slurp(junk) == content);
+  }
+  // Reading commands never create a database.
+  Result m = run_cli("runs --db " + t.db());
+  CHECK(m.code == 3);
+  CHECK(m.out.find("no database") != std::string::npos);
+  CHECK_FALSE(fs::exists(t.db()));
+  // EVOTUNE_DB names the database too.
+  Result e = run_cli("runs", "EVOTUNE_DB=" + junk.string());
+  CHECK(e.code == 3);
+}
+
+TEST_CASE("without a GPU, run says so and writes nothing", "[cli]") {
+  if (has_gpu()) {
+    WARN("skipped: this machine has a GPU");
+    return;
+  }
+  TempDir t;
+  Result r = run_cli("run --kernel gemm --shape 256,256,256 --budget 4 --db " + t.db());
+  CHECK(r.code == 4);
+  CHECK(r.out.find("no CUDA device") != std::string::npos);
+  CHECK(r.out.find("--compile-only") != std::string::npos);  // tells what does work
+  CHECK_FALSE(fs::exists(t.db()));
+}
+
+TEST_CASE("compile-only runs work without a GPU and are queryable", "[cli]") {
+  TempDir t;
+  std::string db = " --db " + t.db();
+  Result r = run_cli("run --kernel gemm --shape 1000,777,520 --dtype bf16 --compile-only --arch sm_90a --budget 3 --seed 5" + db,
+                     "EVOTUNE_CACHE_DIR=" + (t.path / "cache").string());
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("[  3/3]") != std::string::npos);
+  CHECK(r.out.find("regs") != std::string::npos);
+  Result runs = run_cli("runs --json" + db);
+  REQUIRE(runs.code == 0);
+  auto j = nlohmann::json::parse(runs.out);
+  REQUIRE(j.size() == 1);
+  CHECK(j[0].at("compile_only").get<bool>());
+  CHECK(j[0].at("status") == "done");
+  Result trials = run_cli("trials 1 --json" + db);
+  REQUIRE(trials.code == 0);
+  auto tj = nlohmann::json::parse(trials.out);
+  REQUIRE(tj.size() == 3);
+  for (const auto& x : tj) {
+    CHECK(x.at("resources").at("registers").get<int>() > 0);
+    std::string st = x.at("status");
+    CHECK((st == "ok" || st == "resource_rejected"));
+  }
+  Result exp = run_cli("export 1" + db);
+  CHECK(exp.code == 2);
+  CHECK(exp.out.find("no measured winner") != std::string::npos);
+  CHECK(run_cli("top last" + db).code == 0);
+  CHECK(run_cli("trials 2" + db).code == 2);  // no such run
+  Result rep = run_cli("report 1" + db);
+  CHECK(rep.code == 0);
+  CHECK(rep.out.find("# evotune report") != std::string::npos);
+}

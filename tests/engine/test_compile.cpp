@@ -1,0 +1,210 @@
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/spec.hpp"
+#include "engine/compile_cache.hpp"
+#include "engine/compiler.hpp"
+#include "engine/support_kernels.hpp"
+#include "kernel_templates/registry.hpp"
+#include "search/space.hpp"
+#include "tests/catch.hpp"
+
+using namespace evotune;
+
+namespace {
+
+const char* kTiny = R"(
+extern "C" __global__ void tiny(float* out, int n) {
+  __shared__ float buf[256];
+  buf[threadIdx.x] = threadIdx.x * SCALE;
+  __syncthreads();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = buf[255 - threadIdx.x];
+}
+)";
+
+CompileRequest tiny(const std::string& arch, int scale = 2) {
+  CompileRequest r;
+  r.source_name = "tiny.cu";
+  r.source = kTiny;
+  r.entry = "tiny";
+  r.arch = arch;
+  r.defines = {{"SCALE", std::to_string(scale)}};
+  return r;
+}
+
+// Each test gets a private cache directory, removed afterwards.
+struct TempCache {
+  std::filesystem::path dir;
+  TempCache() {
+    dir = std::filesystem::temp_directory_path() / ("evotune_cache_test_" + std::to_string(std::random_device{}()));
+    CompileCache::global().set_dir(dir.string());
+  }
+  ~TempCache() {
+    CompileCache::global().set_enabled(false);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("NVRTC compiles to a cubin for the named architecture and reports resources", "[compile]") {
+  TempCache cache;
+  for (const char* arch : {"sm_80", "sm_90", "sm_90a"}) {
+    CompileResult r = compile(tiny(arch));
+    INFO(arch << "\n" << r.log);
+    REQUIRE(r.ok);
+    CHECK(r.cubin.size() > 100);
+    CHECK(r.cubin.substr(1, 3) == "ELF");  // a cubin, not PTX
+    CHECK(r.res.registers > 0);
+    CHECK(r.res.smem_static == 1024);
+    CHECK(r.res.spill_bytes() == 0);
+  }
+}
+
+TEST_CASE("a compile error is a result with the compiler's log, not an exception", "[compile]") {
+  TempCache cache;
+  CompileRequest r = tiny("sm_90a");
+  r.source += "\nthis does not compile;\n";
+  CompileResult res = compile(r);
+  CHECK_FALSE(res.ok);
+  CHECK(res.cubin.empty());
+  CHECK(res.log.find("error") != std::string::npos);
+  CHECK(res.log.find("tiny.cu") != std::string::npos);
+
+  CompileRequest wrong_entry = tiny("sm_90a");
+  wrong_entry.entry = "not_there";
+  CompileResult res2 = compile(wrong_entry);
+  CHECK_FALSE(res2.ok);
+  CHECK(res2.log.find("not_there") != std::string::npos);
+}
+
+TEST_CASE("ptxas reports are parsed per entry point", "[compile]") {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'a' for 'sm_90a'\n"
+      "ptxas info    : Function properties for a\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 49152 bytes smem, 400 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'b' for 'sm_90a'\n"
+      "ptxas info    : Function properties for b\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 32 registers, used 0 barriers, 400 bytes cmem[0]\n";
+  Resources a, b;
+  REQUIRE(parse_ptxas_resources(log, "a", a));
+  CHECK(a.registers == 255);
+  CHECK(a.smem_static == 49152);
+  CHECK(a.stack_frame == 16);
+  CHECK(a.spill_stores == 8);
+  CHECK(a.spill_loads == 12);
+  REQUIRE(parse_ptxas_resources(log, "b", b));
+  CHECK(b.registers == 32);
+  CHECK(b.smem_static == 0);
+  CHECK(b.spill_bytes() == 0);
+  Resources c;
+  CHECK_FALSE(parse_ptxas_resources(log, "c", c));
+}
+
+TEST_CASE("the compile cache returns the same cubin and survives a damaged entry", "[compile]") {
+  TempCache cache;
+  CompileResult first = compile(tiny("sm_90a", 3));
+  REQUIRE(first.ok);
+  CHECK_FALSE(first.cache_hit);
+  CompileResult second = compile(tiny("sm_90a", 3));
+  CHECK(second.cache_hit);
+  CHECK(second.cubin == first.cubin);
+  CHECK(second.res.registers == first.res.registers);
+  // Another define is another entry.
+  CHECK_FALSE(compile(tiny("sm_90a", 4)).cache_hit);
+  // A truncated cubin is detected and compiled again.
+  std::string key = tiny("sm_90a", 3).key();
+  auto cubin = cache.dir / key.substr(0, 2) / (key + ".cubin");
+  REQUIRE(std::filesystem::exists(cubin));
+  std::filesystem::resize_file(cubin, 10);
+  CompileResult third = compile(tiny("sm_90a", 3));
+  CHECK_FALSE(third.cache_hit);
+  CHECK(third.cubin == first.cubin);
+  // Compile errors are cached too (they are deterministic).
+  CompileRequest bad = tiny("sm_90a");
+  bad.source += "\n#error broken\n";
+  CHECK_FALSE(compile(bad).cache_hit);
+  CompileResult bad2 = compile(bad);
+  CHECK(bad2.cache_hit);
+  CHECK_FALSE(bad2.ok);
+}
+
+TEST_CASE("architecture names parse", "[compile]") {
+  CHECK(parse_arch("sm_90a") == std::make_pair(90, true));
+  CHECK(parse_arch("sm_80") == std::make_pair(80, false));
+  CHECK(parse_arch("90") == std::make_pair(90, false));
+  CHECK(arch_for(90, true) == "sm_90a");
+  CHECK(arch_for(80, true) == "sm_80");
+  CHECK_THROWS(parse_arch("sm_x"));
+  CHECK_THROWS(parse_arch("hopper"));
+}
+
+TEST_CASE("the support kernels compile", "[compile]") {
+  TempCache cache;
+  CompileRequest r;
+  r.source_name = kSupportKernelsName;
+  r.source = support_kernels_source();
+  r.entry = "evotune_compare";
+  r.arch = "sm_80";
+  CompileResult res = compile(r);
+  INFO(res.log);
+  CHECK(res.ok);
+}
+
+// A sample of every built-in template's valid configs compiles for sm_80 and
+// sm_90a (the seeds' PTXAS gate, in CI): the default and a few random ones,
+// plus the reference. EVOTUNE_COMPILE_SAMPLES sets how many random configs.
+TEST_CASE("a sample of every template's configs compiles for sm_80 and sm_90a", "[compile][templates]") {
+  TempCache cache;
+  int samples = 2;
+  if (const char* s = std::getenv("EVOTUNE_COMPILE_SAMPLES")) samples = std::atoi(s);
+  for (const std::string& name : builtin_kernel_names()) {
+    KernelSpec spec = load_kernel(name);
+    for (int cc : {80, 90}) {
+      if (cc < spec.min_cc || (spec.max_cc && cc > spec.max_cc)) continue;
+      std::string arch = arch_for(cc, spec.arch_specific);
+      DeviceTraits dev = DeviceTraits::for_arch(cc);
+      for (Dtype dt : spec.dtypes) {
+        Problem p = spec.parse_problem(spec.example, dt);
+        SearchSpace space(spec, {p}, dev);
+        const auto* valid = space.enumerate_valid();
+        REQUIRE(valid != nullptr);
+        REQUIRE(valid->size() >= 1000);  // a space worth searching
+        std::vector<Config> pick;
+        if (space.valid(spec.default_config())) pick.push_back(spec.default_config());
+        std::mt19937_64 rng(cc * 7 + static_cast<int>(dt));
+        for (int i = 0; i < samples; ++i) pick.push_back((*valid)[rng() % valid->size()]);
+        for (const Config& c : pick) {
+          CompileRequest r;
+          r.source_name = spec.source_name;
+          r.source = spec.source_text;
+          r.entry = spec.entry;
+          r.arch = arch;
+          r.headers = spec.headers;
+          r.defines = spec.compile_defines(c, p, dev);
+          CompileResult res = compile(r);
+          INFO(name << " " << arch << " " << to_string(dt) << " " << c.canonical() << "\n" << res.log);
+          CHECK(res.ok);
+          if (c == spec.default_config()) CHECK(res.res.spill_bytes() == 0);
+        }
+        CompileRequest ref;
+        ref.source_name = spec.reference.source_name;
+        ref.source = spec.reference.source_text;
+        ref.entry = spec.reference.entry;
+        ref.arch = arch;
+        ref.headers = spec.headers;
+        ref.defines = spec.compile_defines(spec.default_config(), p, dev);
+        CompileResult rr = compile(ref);
+        INFO(name << " reference " << arch << "\n" << rr.log);
+        CHECK(rr.ok);
+      }
+    }
+  }
+}

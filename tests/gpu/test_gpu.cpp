@@ -1,0 +1,168 @@
+// Tests that need a CUDA device (gpu_main.cpp skips them without one). They
+// run the real tuner, worker process and kernels.
+#include <filesystem>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "cli/tuner.hpp"
+#include "core/strings.hpp"
+#include "engine/compiler.hpp"
+#include "engine/device_info.hpp"
+#include "engine/support_kernels.hpp"
+#include "engine/worker_client.hpp"
+#include "kernel_templates/registry.hpp"
+#include "store/store.hpp"
+#include "tests/catch.hpp"
+
+using namespace evotune;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("evotune_gpu_" + std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+TuneOptions options(const TempDir& t, const std::string& kernel, std::vector<std::string> problems) {
+  TuneOptions o;
+  o.kernel = kernel;
+  o.problems = std::move(problems);
+  o.db_path = (t.path / "gpu.db").string();
+  o.worker_exe = EVOTUNE_BINARY;
+  o.quiet = true;
+  o.timing.max_samples = 30;
+  o.timing.warmup_ms = 5;
+  o.timing.target_ms = 10;
+  return o;
+}
+
+std::string faulty_spec() { return std::string(EVOTUNE_SOURCE_DIR) + "/tests/data/faulty/spec.toml"; }
+
+}  // namespace
+
+TEST_CASE("every kind of bad candidate gets its status and the run goes on", "[gpu][faults]") {
+  TempDir t;
+  TuneOptions o = options(t, faulty_spec(), {"N=1000000"});
+  o.strategy = "exhaustive";
+  o.budget = 33;
+  o.timeout_floor_s = 5;
+  o.quiet = false;
+  std::ostringstream log;
+  TuneResult r = tune(o, log);
+  INFO(log.str());
+  Store s = Store::open(o.db_path, Store::Mode::read_only);
+  std::vector<Trial> trials = s.trials(r.run.id);
+  REQUIRE(trials.size() == 33);
+  const std::map<int, TrialStatus> expected = {
+      {0, TrialStatus::ok},           {1, TrialStatus::crashed},   {2, TrialStatus::crashed},
+      {3, TrialStatus::timeout},      {4, TrialStatus::incorrect}, {5, TrialStatus::compile_error},
+      {6, TrialStatus::resource_rejected}, {7, TrialStatus::crashed}, {8, TrialStatus::incorrect},
+      {9, TrialStatus::incorrect},    {10, TrialStatus::launch_error}};
+  for (const Trial& tr : trials) {
+    int mode = static_cast<int>(tr.config.at("MODE"));
+    INFO(tr.config.canonical() << " -> " << to_string(tr.status) << ": " << tr.error);
+    CHECK(tr.status == expected.at(mode));
+    if (tr.ok()) {
+      REQUIRE(tr.per_problem.size() == 1);
+      CHECK(tr.per_problem[0].p50_us > 0);
+      CHECK(tr.per_problem[0].samples >= 10);
+      CHECK(tr.per_problem[0].err.max_abs == 0);
+    }
+  }
+  CHECK(r.elites.size() == 3);  // the three correct configs, measured normally
+  for (const Trial& e : r.elites) CHECK(e.config.at("MODE") == 0);
+}
+
+TEST_CASE("timing is stable: one kernel measured five times", "[gpu][timing]") {
+  DeviceQuery q = query_devices();
+  REQUIRE_FALSE(q.devices.empty());
+  DeviceTraits dev;
+  dev.cc = q.devices[0].cc;
+  dev.num_sms = q.devices[0].num_sms;
+  KernelSpec spec = load_kernel(faulty_spec());
+  Problem p = spec.parse_problem("N=16777216", Dtype::fp32);
+  Config c = Config::parse("MODE=0,BLOCK=256");
+  auto build = [&](const std::string& src, const std::string& name, const std::string& entry,
+                   std::vector<std::pair<std::string, std::string>> defs) {
+    CompileRequest r;
+    r.source = src;
+    r.source_name = name;
+    r.entry = entry;
+    r.arch = arch_for(dev.cc, false);
+    r.defines = std::move(defs);
+    CompileResult res = compile(r);
+    INFO(res.log);
+    REQUIRE(res.ok);
+    return res.cubin;
+  };
+  SetupRequest setup;
+  setup.cubins.push_back(build(support_kernels_source(), kSupportKernelsName, "evotune_fill", {}));
+  setup.cubins.push_back(build(spec.reference.source_text, "reference.cu", spec.reference.entry, {}));
+  Planner planner(spec, dev);
+  setup.problems.push_back(planner.problem_setup(p, true, 1));
+  setup.timing.max_samples = 100;
+  WorkerClient worker(EVOTUNE_BINARY, setup);
+  worker.start();
+  EvalRequest req;
+  req.cubins.push_back(build(spec.source_text, "kernel.cu", spec.entry, spec.compile_defines(c, p, dev)));
+  req.launches.push_back(planner.launch(c, p, 0));
+  req.abort_us.push_back(0);
+  std::vector<double> p50;
+  for (int i = 0; i < 5; ++i) {
+    EvalReply r = worker.evaluate(req, 30);
+    INFO(r.error);
+    REQUIRE(r.status == TrialStatus::ok);
+    p50.push_back(r.per_problem[0].p50_us);
+    CHECK(r.per_problem[0].cv < 0.15);
+  }
+  double lo = *std::min_element(p50.begin(), p50.end()), hi = *std::max_element(p50.begin(), p50.end());
+  INFO("p50s: " << p50[0] << " " << p50[1] << " " << p50[2] << " " << p50[3] << " " << p50[4]);
+  CHECK(hi / lo < 1.10);
+  // 64 MiB moved in one pass: the result must be plausible for a GPU (between
+  // 50 GB/s and 10 TB/s), i.e. the flush and the events time the kernel.
+  double gbps = 2.0 * 4 * 16777216 / (lo * 1e-6) / 1e9;
+  CHECK(gbps > 50);
+  CHECK(gbps < 10000);
+}
+
+TEST_CASE("built-in templates are correct on shapes that do not divide their tiles", "[gpu][templates]") {
+  struct Case {
+    std::string kernel;
+    std::vector<std::string> problems;
+    std::string dtype;
+  } cases[] = {
+      {"gemm", {"M=1000,N=777,K=520"}, "bf16"},
+      {"gemm", {"M=257,N=130,K=99"}, "fp16"},
+      {"sdpa_fwd", {"B=1,H=3,S=77,D=64"}, "fp16"},
+      {"sdpa_fwd", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "bf16"},
+  };
+  for (const auto& c : cases) {
+    TempDir t;
+    TuneOptions o = options(t, c.kernel, c.problems);
+    o.dtype = c.dtype;
+    o.strategy = "random";
+    o.budget = 16;
+    o.seed = 11;
+    std::ostringstream log;
+    o.quiet = false;
+    TuneResult r = tune(o, log);
+    INFO(c.kernel << " " << c.problems[0] << " " << c.dtype << "\n" << log.str());
+    Store s = Store::open(o.db_path, Store::Mode::read_only);
+    int ok = 0;
+    for (const Trial& tr : s.trials(r.run.id)) {
+      INFO(tr.config.canonical() << " -> " << to_string(tr.status) << ": " << tr.error);
+      CHECK((tr.status == TrialStatus::ok || tr.status == TrialStatus::resource_rejected));
+      ok += tr.ok();
+    }
+    CHECK(ok >= 8);
+  }
+}
