@@ -8,6 +8,7 @@
 #include "cli/tuner.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "engine/compile_service.hpp"
 #include "engine/worker.hpp"
 #include "store/store.hpp"
 
@@ -43,6 +44,12 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--in-fd", in_fd);
   cmd->add_option("--out-fd", out_fd);
   cmd->callback([&ctx] { ctx.action = [] { return worker_main(in_fd, out_fd); }; });
+
+  auto* comp = app.add_subcommand("compile-worker", "internal: compile candidates with NVRTC for a tuning run");
+  comp->group("");
+  comp->add_option("--in-fd", in_fd);
+  comp->add_option("--out-fd", out_fd);
+  comp->callback([&ctx] { ctx.action = [] { return compile_worker_main(in_fd, out_fd); }; });
 }
 
 }  // namespace

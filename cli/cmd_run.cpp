@@ -42,6 +42,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--compile-only", opts->compile_only, "compile and gate configs without a GPU (needs --arch there)");
   cmd->add_option("--arch", opts->arch, "target for --compile-only, e.g. sm_90a, sm_80");
   cmd->add_option("-j,--compile-threads", opts->compile_threads, "NVRTC compile threads (default: one per core)");
+  cmd->add_option("--compile-timeout", opts->compile_timeout_s, "seconds before a compile is cut off (compile_error)");
   cmd->add_option("--device", opts->device, "CUDA device ordinal");
   cmd->add_option("--timeout", opts->timeout_floor_s, "minimum seconds a trial may take on the GPU before it is killed");
   cmd->add_option("--abort-factor", opts->abort_factor,

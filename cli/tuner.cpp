@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "engine/compile_cache.hpp"
+#include "engine/compile_service.hpp"
 #include "engine/compiler.hpp"
 #include "engine/device_info.hpp"
 #include "engine/support_kernels.hpp"
@@ -296,6 +297,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   // ---- compile pool, references, worker
   unsigned threads = o.compile_threads > 0 ? static_cast<unsigned>(o.compile_threads)
                                            : std::max(1u, std::thread::hardware_concurrency());
+  const std::string exe = o.worker_exe.empty() ? self_exe() : o.worker_exe;
+  CompileService compiler(o.isolate_compiles ? exe : std::string(), threads, o.compile_timeout_s);
   ThreadPool pool(threads);
   const int window = o.window > 0 ? o.window : static_cast<int>(std::max(4u, 2 * threads));
 
@@ -310,7 +313,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     support.source = support_kernels_source();
     support.entry = "evotune_fill";
     support.arch = arch_for(dev.cc, false);
-    CompileResult sr = compile(support);
+    CompileResult sr = compiler.compile(support);
     if (!sr.ok) throw EngineError("compiling evotune's support kernels failed:\n" + sr.log);
     setup.cubins.push_back(sr.cubin);
     std::map<std::string, int> ref_cubins;
@@ -324,14 +327,13 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
         rr.source = spec.reference.source_text;
         rr.entry = spec.reference.entry;
         rr.defines = defs;
-        CompileResult cr = compile(rr);
+        CompileResult cr = compiler.compile(rr);
         if (!cr.ok) throw SpecError("the reference of kernel " + spec.name + " does not compile:\n" + cr.log);
         ref_cubins[key] = static_cast<int>(setup.cubins.size());
         setup.cubins.push_back(cr.cubin);
       }
       setup.problems.push_back(planner.problem_setup(all_problems[i], timed[i], ref_cubins[key]));
     }
-    std::string exe = o.worker_exe.empty() ? self_exe() : o.worker_exe;
     worker = std::make_unique<WorkerClient>(exe, std::move(setup));
     if (!o.quiet) out << "preparing " << all_problems.size() << " problem(s) on " << rec.name << " (inputs, references)..." << std::endl;
     worker->start();
@@ -381,7 +383,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   Planner planner(spec, dev);
   std::atomic<bool>& stop = stop_requested();
 
-  auto compile_candidate = [&spec, &all_problems, &o, dev, &stop](Config cfg, bool user_seed) {
+  auto compile_candidate = [&spec, &all_problems, &o, dev, &stop, &compiler](Config cfg, bool user_seed) {
     CompiledCandidate cc;
     cc.config = std::move(cfg);
     cc.user_seed = user_seed;
@@ -400,7 +402,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       if (it == by_key.end()) {
         CompileRequest r = base_request(spec, o.arch);
         r.defines = defs;
-        CompileResult res = compile(r);
+        CompileResult res = compiler.compile(r);
         cc.compile_ms += res.cache_hit ? 0 : res.compile_ms;
         cc.cache_hit = cc.cache_hit && res.cache_hit;
         it = by_key.emplace(key, static_cast<int>(cc.cubins.size())).first;

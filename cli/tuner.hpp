@@ -30,6 +30,8 @@ struct TuneOptions {
   bool compile_only = false;
   std::string arch;                    // compile-only target (or a check on the device's)
   int compile_threads = 0;             // 0: one per core
+  double compile_timeout_s = 300;      // a compile that takes longer is cut off
+  bool isolate_compiles = true;        // NVRTC in child processes (false: threads of this one)
   int device = 0;
   double timeout_floor_s = 20;         // a trial's time limit is at least this...
   double timeout_factor = 20;          // ...or this many times the best trial's GPU time

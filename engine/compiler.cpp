@@ -142,8 +142,11 @@ CompileResult compile(const CompileRequest& req) {
   CompileResult res;
   NvrtcProgram prog(req);
 
+  // --no-cache: NVRTC 12.9+ may serve a cubin from the driver's compute
+  // cache without running ptxas, and then the log has no resource report.
+  // evotune's own cache (which keeps the report) stands in for it.
   std::vector<std::string> opts = {"--gpu-architecture=" + req.arch, "-std=c++17", "--ptxas-options=-v",
-                                   "-lineinfo", "-default-device"};
+                                   "-lineinfo", "-default-device", "--no-cache"};
   std::string inc = cuda_include_dir();
   if (!inc.empty()) opts.push_back("-I" + inc);
   for (const auto& d : req.include_dirs) opts.push_back("-I" + d);

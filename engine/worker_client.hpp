@@ -5,10 +5,9 @@
 // timeout and the run goes on.
 #pragma once
 
-#include <sys/types.h>
-
 #include <string>
 
+#include "engine/child_process.hpp"
 #include "engine/plan.hpp"
 
 namespace evotune {
@@ -34,17 +33,11 @@ class WorkerClient {
   int device() const { return setup_.device; }
 
  private:
-  void spawn();
-  void kill_worker();
-  std::string describe_exit();
-
   std::string exe_;
   SetupRequest setup_;
-  pid_t pid_ = -1;
-  int to_fd_ = -1, from_fd_ = -1;
+  ChildProcess child_;
   int restarts_ = -1;
   double setup_ms_ = 0;
-  int last_status_ = 0;
 };
 
 }  // namespace evotune

@@ -35,6 +35,11 @@
 // SPLIT_K*M*N floats and counters one zero-initialised u32 per output tile
 // (both unused when SPLIT_K == 1).
 
+// Without a dtype macro (a plain nvcc build) the kernel is fp16.
+#if !defined(EVOTUNE_DTYPE_FP16) && !defined(EVOTUNE_DTYPE_BF16)
+#define EVOTUNE_DTYPE_FP16 1
+#endif
+
 #include "evotune_ptx.cuh"
 
 #ifndef BLOCK_M
@@ -63,10 +68,6 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
-#endif
-
-#if !defined(EVOTUNE_DTYPE_FP16) && !defined(EVOTUNE_DTYPE_BF16)
-#define EVOTUNE_DTYPE_FP16 1
 #endif
 
 namespace evotune_gemm {

@@ -19,7 +19,7 @@
 //    threads copying it with cp.async (16/8/4 bytes, whatever the row stride
 //    allows; 2-byte loads for odd strides) into the same swizzled layout, with
 //    zero fill outside the matrix; those threads wait for their copies, fence
-//    the async proxy and arrive on the full barrier STAGES-1 k-tiles later.
+//    the async proxy and arrive on the full barrier STAGES-2 k-tiles later.
 //  * Math. Each consumer warpgroup waits on the full barrier, issues
 //    wgmma.mma_async m64nBLOCK_Nk16 (A and B straight from shared memory via
 //    descriptors, B transposed: it is N-major) for its 64 or 128 rows, keeps one
@@ -147,8 +147,10 @@ constexpr int kRegConsumer = REG_SPLIT == 0 ? 232 : 240;
 // Arrivals that free a stage: each consuming warpgroup, once per CTA whose
 // loads land in this CTA (same cluster row or column, this CTA included).
 constexpr int kEmptyArrivals = (kPingPong ? 1 : kCWG) * (CLUSTER_M + CLUSTER_N - 1);
-// Fallback producers arrive on stage i's full barrier after issuing i+kLag.
-constexpr int kLag = STAGES - 1;
+// Fallback producers arrive on k-tile i's full barrier after issuing i+kLag.
+// Consumers free k-tile j only once k-tile j+1 is full, so the producer may
+// run at most STAGES-2 k-tiles ahead of its announcements without deadlock.
+constexpr int kLag = STAGES - 2;
 // A producer warpgroup runs on 24-40 registers: no unrolling of its copy loops.
 constexpr int kFillUnroll = PRODUCER ? 1 : 4;
 

@@ -249,11 +249,40 @@ __device__ __forceinline__ void load_tile(unsigned char* dst, const evotune_elem
   }
 }
 
+// Named barrier with a compile-time id and thread count. ptxas reserves only
+// the ids it can see; a register-valued id (as in the shared helpers) makes
+// it reserve all 16, which can limit the CTAs resident per SM.
+template <int ID, int COUNT, bool SYNC>
+__device__ __forceinline__ void named_bar() {
+  if (SYNC) {
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(COUNT) : "memory");
+  } else {
+    asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(COUNT) : "memory");
+  }
+}
+// Barrier BASE + stage for a runtime ring stage: one uniform branch.
+template <int BASE, bool SYNC>
+__device__ __forceinline__ void stage_bar(int stage) {
+  if constexpr (kStages > 2) {
+    if (stage == 2) {
+      named_bar<BASE + 2, kThreads, SYNC>();
+      return;
+    }
+  }
+  if constexpr (kStages > 1) {
+    if (stage == 1) {
+      named_bar<BASE + 1, kThreads, SYNC>();
+      return;
+    }
+  }
+  named_bar<BASE, kThreads, SYNC>();
+}
+
 __device__ __forceinline__ void consumer_sync() {
-  if (kProducerWarps == 0) {
+  if constexpr (kProducerWarps == 0) {
     __syncthreads();
   } else {
-    evotune_ptx::named_bar_sync(kConsumerBar, kConsumerThreads);
+    named_bar<kConsumerBar, kConsumerThreads, true>();
   }
 }
 
@@ -482,7 +511,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
     int stage = 0;
 #pragma unroll 1
     for (int i = 0; i < count; ++i) {
-      if (i >= kStages) evotune_ptx::named_bar_sync(kEmptyBar + stage, kThreads);
+      if (i >= kStages) stage_bar<kEmptyBar, true>(stage);
       const Ctx cx = fresh_ctx();
       const size_t head = (size_t)cx.bh * S * kD;
       const int key0 = key_begin + i * kBN;
@@ -492,13 +521,13 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
       evotune_ptx::cp_async_commit();
       if (i >= kLag) {
         evotune_ptx::cp_async_wait<kLag>();
-        evotune_ptx::named_bar_arrive(kFullBar + (i - kLag) % kStages, kThreads);
+        stage_bar<kFullBar, false>((i - kLag) % kStages);
       }
       stage = stage + 1 == kStages ? 0 : stage + 1;
     }
     evotune_ptx::cp_async_wait_all();
 #pragma unroll 1
-    for (int i = max(count - kLag, 0); i < count; ++i) evotune_ptx::named_bar_arrive(kFullBar + i % kStages, kThreads);
+    for (int i = max(count - kLag, 0); i < count; ++i) stage_bar<kFullBar, false>(i % kStages);
     return;
   }
 #endif
@@ -590,10 +619,10 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
     __syncthreads();  // the next load overwrites the only stage
 #endif
 #else
-    evotune_ptx::named_bar_sync(kFullBar + stage, kThreads);
+    stage_bar<kFullBar, true>(stage);
     warp_tile(st, qs, kv, fresh_ctx(), key0, S, sl2);
     // Release the stage only when the producer will refill it.
-    if (key0 + kStages * kBN < key_end) evotune_ptx::named_bar_arrive(kEmptyBar + stage, kThreads);
+    if (key0 + kStages * kBN < key_end) stage_bar<kEmptyBar, false>(stage);
 #endif
     stage = stage + 1 == kStages ? 0 : stage + 1;
   }

@@ -12,6 +12,7 @@
 
 #include "engine/device_info.hpp"
 #include "tests/catch.hpp"
+#include "tests/paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,7 +24,7 @@ struct Result {
 };
 
 Result run_cli(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + std::string(EVOTUNE_BINARY) + " " + args + " 2>&1";
+  std::string cmd = env + " " + evotune_test::binary() + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   Result r;

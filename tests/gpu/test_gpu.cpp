@@ -14,6 +14,7 @@
 #include "kernel_templates/registry.hpp"
 #include "store/store.hpp"
 #include "tests/catch.hpp"
+#include "tests/paths.hpp"
 
 using namespace evotune;
 namespace fs = std::filesystem;
@@ -37,7 +38,7 @@ TuneOptions options(const TempDir& t, const std::string& kernel, std::vector<std
   o.kernel = kernel;
   o.problems = std::move(problems);
   o.db_path = (t.path / "gpu.db").string();
-  o.worker_exe = EVOTUNE_BINARY;
+  o.worker_exe = evotune_test::binary();
   o.quiet = true;
   o.timing.max_samples = 30;
   o.timing.warmup_ms = 5;
@@ -45,7 +46,7 @@ TuneOptions options(const TempDir& t, const std::string& kernel, std::vector<std
   return o;
 }
 
-std::string faulty_spec() { return std::string(EVOTUNE_SOURCE_DIR) + "/tests/data/faulty/spec.toml"; }
+std::string faulty_spec() { return evotune_test::source_dir() + "/tests/data/faulty/spec.toml"; }
 
 }  // namespace
 
@@ -110,7 +111,7 @@ TEST_CASE("timing is stable: one kernel measured five times", "[gpu][timing]") {
   Planner planner(spec, dev);
   setup.problems.push_back(planner.problem_setup(p, true, 1));
   setup.timing.max_samples = 100;
-  WorkerClient worker(EVOTUNE_BINARY, setup);
+  WorkerClient worker(evotune_test::binary(), setup);
   worker.start();
   EvalRequest req;
   req.cubins.push_back(build(spec.source_text, "kernel.cu", spec.entry, spec.compile_defines(c, p, dev)));

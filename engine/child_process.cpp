@@ -1,0 +1,90 @@
+#include "engine/child_process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+extern char** environ;
+
+namespace evotune {
+
+void ChildProcess::spawn(const std::string& exe, const std::vector<std::string>& args) {
+  kill();
+  std::signal(SIGPIPE, SIG_IGN);  // a dead child must be an error, not our death
+  int to[2], from[2];
+  if (::pipe2(to, O_CLOEXEC) != 0) throw EngineError(std::string("creating a pipe: ") + std::strerror(errno));
+  if (::pipe2(from, O_CLOEXEC) != 0) {
+    ::close(to[0]);
+    ::close(to[1]);
+    throw EngineError(std::string("creating a pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, to[0], 3);
+  posix_spawn_file_actions_adddup2(&fa, from[1], 4);
+  posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(to[0]);
+  ::close(from[1]);
+  if (rc != 0) {
+    ::close(to[1]);
+    ::close(from[0]);
+    throw EngineError("starting " + exe + ": " + std::strerror(rc));
+  }
+  pid_ = pid;
+  to_fd_ = to[1];
+  from_fd_ = from[0];
+}
+
+ReadStatus ChildProcess::request(const Message& req, Message& reply, int timeout_ms) {
+  if (pid_ <= 0) return ReadStatus::eof;
+  try {
+    write_message(to_fd_, req);
+    return read_message(from_fd_, reply, timeout_ms);
+  } catch (const EngineError&) {
+    return ReadStatus::eof;
+  }
+}
+
+void ChildProcess::kill() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (to_fd_ >= 0) ::close(to_fd_);
+  if (from_fd_ >= 0) ::close(from_fd_);
+  pid_ = -1;
+  to_fd_ = from_fd_ = -1;
+}
+
+std::string ChildProcess::describe_exit() {
+  if (pid_ <= 0) return "the process is not running";
+  int status = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 100 && (r = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i) ::usleep(10000);
+  if (r == pid_) {
+    pid_ = -1;
+    if (WIFSIGNALED(status)) return strfmt("killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    if (WIFEXITED(status)) return strfmt("exited with code %d", WEXITSTATUS(status));
+  }
+  return "closed its pipe";
+}
+
+}  // namespace evotune

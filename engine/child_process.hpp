@@ -1,0 +1,38 @@
+// A child process of this binary (`evotune worker`, `evotune compile-worker`)
+// that reads requests on fd 3 and writes replies on fd 4. Its stdout goes to
+// our stderr so nothing it prints can corrupt the protocol.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/worker.hpp"
+
+namespace evotune {
+
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ~ChildProcess() { kill(); }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Starts `exe args...`; throws EngineError when it cannot.
+  void spawn(const std::string& exe, const std::vector<std::string>& args);
+  bool running() const { return pid_ > 0; }
+  // Sends a message and waits for the reply; ok, eof (the child died or
+  // closed its pipe) or timeout. A broken pipe reads as eof.
+  ReadStatus request(const Message& req, Message& reply, int timeout_ms);
+  // Kills the child (SIGKILL) and reaps it.
+  void kill();
+  // After an eof: how the child ended ("killed by signal 11 (...)").
+  std::string describe_exit();
+
+ private:
+  pid_t pid_ = -1;
+  int to_fd_ = -1, from_fd_ = -1;
+};
+
+}  // namespace evotune
