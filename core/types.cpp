@@ -206,6 +206,7 @@ void to_json(nlohmann::json& j, const Trial& t) {
        {"resources", t.res},
        {"per_problem", t.per_problem},
        {"fitness", t.fitness},
+       {"final_us", t.final_us},
        {"device", t.device},
        {"created_at", t.created_at}};
 }
@@ -223,6 +224,7 @@ void from_json(const nlohmann::json& j, Trial& t) {
   if (j.contains("resources")) t.res = j.at("resources").get<Resources>();
   t.per_problem = j.value("per_problem", std::vector<Measurement>{});
   t.fitness = j.value("fitness", 0.0);
+  t.final_us = j.value("final_us", 0.0);
   t.device = j.value("device", -1);
   t.created_at = j.value("created_at", std::string());
 }

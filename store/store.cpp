@@ -163,7 +163,8 @@ std::string trial_columns(int version) {
   std::string cols =
       "t.id, t.run_id, t.seq, t.config, t.status, t.error, t.compile_ms, t.verify_ms, t.bench_ms, t.registers, "
       "t.smem_static, t.smem_dynamic, t.spill_stores, t.spill_loads, t.stack_frame, t.fitness, t.created_at, ";
-  cols += version >= 2 ? "t.device, t.cache_hit" : "NULL, 0";
+  cols += version >= 2 ? "t.device, t.cache_hit, " : "NULL, 0, ";
+  cols += version >= 3 ? "t.final_us" : "NULL";
   return cols;
 }
 
@@ -190,6 +191,7 @@ Trial read_trial(const sql::Stmt& st) {
   t.device = st.is_null(c) ? -1 : st.i32(c);
   ++c;
   t.cache_hit = st.i64(c++) != 0;
+  t.final_us = st.real(c++);  // NULL (not re-timed) reads as 0
   return t;
 }
 
@@ -505,6 +507,42 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
   t.seq = seq;
   t.run_id = run_id;
   t.created_at = created_at;
+}
+
+void Store::record_retime(int64_t run_id, const std::vector<RetimeSample>& samples,
+                          const std::vector<std::pair<int64_t, double>>& final_us,
+                          const std::vector<int64_t>& elite_order) {
+  require_writable("record the final re-timing");
+  guarded(path_, "recording the final re-timing of run " + std::to_string(run_id), [&] {
+    sql::Transaction tx(db_);
+    sql::Stmt ins(db_, "INSERT OR REPLACE INTO retimes (run_id, round, trial_id, problem, p50_us) VALUES (?1, ?2, ?3, ?4, ?5)");
+    for (const RetimeSample& r : samples) {
+      ins.reset();
+      ins.bind_int(1, run_id).bind_int(2, r.round).bind_int(3, r.trial_id).bind_int(4, r.problem).bind_real(5, r.p50_us);
+      ins.run();
+    }
+    sql::Stmt up(db_, "UPDATE trials SET final_us = ?2 WHERE id = ?1 AND run_id = ?3 AND status = 'ok'");
+    for (const auto& [tid, us] : final_us) {
+      up.reset();
+      up.bind_int(1, tid).bind_real(2, us).bind_int(3, run_id);
+      up.run();
+      if (sqlite3_changes(db_) != 1)
+        throw StoreError("trial " + std::to_string(tid) + " is not an ok trial of run " + std::to_string(run_id));
+    }
+    sql::Stmt(db_, "DELETE FROM elites WHERE run_id = ?1").bind_int(1, run_id).run();
+    sql::Stmt el(db_, "INSERT INTO elites (run_id, rank, trial_id) SELECT ?1, ?2, id FROM trials WHERE id = ?3 AND run_id = ?1");
+    int rank = 0;
+    for (int64_t tid : elite_order) {
+      el.reset();
+      el.bind_int(1, run_id).bind_int(2, ++rank).bind_int(3, tid);
+      el.run();
+      if (sqlite3_changes(db_) != 1)
+        throw StoreError("elite " + std::to_string(tid) + " is not a trial of run " + std::to_string(run_id));
+    }
+    if (!elite_order.empty())
+      sql::Stmt(db_, "UPDATE runs SET best_trial_id = ?2 WHERE id = ?1").bind_int(1, run_id).bind_int(2, elite_order.front()).run();
+    tx.commit();
+  });
 }
 
 void Store::set_default_trial(int64_t run_id, int64_t trial_id) {

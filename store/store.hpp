@@ -65,6 +65,14 @@ struct RunInfo {
   std::optional<int64_t> best_trial_id;
 };
 
+// One timed launch series of the final interleaved re-timing.
+struct RetimeSample {
+  int round = 0;
+  int64_t trial_id = 0;
+  int problem = 0;
+  double p50_us = 0;
+};
+
 // Trials, newest schema. Trial.id and Trial.seq are assigned by the store.
 class Store {
  public:
@@ -94,6 +102,11 @@ class Store {
   // the run throws StoreError and changes nothing.
   void record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& elite_ids);
   void set_default_trial(int64_t run_id, int64_t trial_id);
+  // Stores the final re-timing in one transaction: every sample, each
+  // re-timed trial's final_us, the elites in their new order (ids, best
+  // first) and the run's best trial.
+  void record_retime(int64_t run_id, const std::vector<RetimeSample>& samples,
+                     const std::vector<std::pair<int64_t, double>>& final_us, const std::vector<int64_t>& elite_order);
   void update_stats(int64_t run_id, const RunStats& stats);
   void finish_run(int64_t run_id, const std::string& status, const RunStats& stats);
   // Marks a run as running again (resume).

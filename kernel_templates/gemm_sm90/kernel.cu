@@ -56,7 +56,8 @@
 //   PRODUCER     0 one producer warp, 1 a producer warpgroup with setmaxnreg.
 //   REG_SPLIT    setmaxnreg targets with PRODUCER=1: 0 = 40 / 232, 1 = 24 / 240
 //                (producer / consumer registers per thread).
-//   CLUSTER_M/N  thread-block cluster shape over tiles (1 or 2), TMA multicast.
+//   CLUSTER_M/N  thread-block cluster shape over tiles (1x1, 2x1 or 1x2), TMA
+//                multicast of the shared operand.
 //   SWIZZLE      tile-rows per rasterisation group.
 //   PERSISTENT   0 one CTA per unit (pair of units for ping-pong), 1 one per SM.
 //   SPLIT_K      K slices per tile, reduced serially through workspace.
@@ -166,6 +167,11 @@ static_assert(kPingPong ? (kCWG == 2) : (kWgRows * kCWG == BLOCK_M), "tile rows 
 static_assert(PRODUCER == 0 || kCWG == 2, "a producer warpgroup goes with two consumer warpgroups");
 static_assert(STAGES >= 2 && STAGES <= 8, "2..8 stages");
 static_assert(CLUSTER_M >= 1 && CLUSTER_M <= 2 && CLUSTER_N >= 1 && CLUSTER_N <= 2, "cluster dims 1 or 2");
+// Pairs only: in a 2x2 cluster, when no multicast couples the CTAs (both
+// operands by thread copies), a CTA can run a whole ring ahead of a peer that
+// is not its source, and its release then completes that peer's empty phase
+// early. In a pair each CTA is the other's source, so that cannot happen.
+static_assert(CLUSTER_M * CLUSTER_N <= 2, "clusters of at most 2 CTAs");
 static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && (BLOCK_K / CLUSTER_M) % 8 == 0, "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 static_assert(16 * STAGES + 16 + 16 * 4 <= 256, "barriers, flags and the schedule fit the 256-byte area");
@@ -269,7 +275,7 @@ __device__ __forceinline__ void copy_piece(unsigned dst, const evotune_elem_t* s
 // A tile (rows m0.., k0..k0+BLOCK_K) into the stage's A region, W-byte pieces,
 // thread `ptid` of kProducerThreads. Same swizzled placement as TMA.
 template <int W>
-__device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __restrict__ A, const Sched& s, int m0,
+__device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __restrict__ A, int M, int K, int m0,
                                        int k0, int ptid) {
   constexpr int kPPR = 128 / W;  // pieces per 128-byte row
   constexpr int kPerSub = BLOCK_M * kPPR;
@@ -284,14 +290,14 @@ __device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __r
         dst_a + sub * kSubBytesA + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
     const int m = m0 + row;
     const int k = k0 + sub * 64 + (byte >> 1);
-    const bool valid = m < s.M && k < s.K;
-    copy_piece<W>(dst, valid ? A + (long long)m * s.K + k : A, valid);
+    const bool valid = m < M && k < K;
+    copy_piece<W>(dst, valid ? A + (long long)m * K + k : A, valid);
   }
 }
 
 // B tile (k0..k0+BLOCK_K rows, columns n0..) into the stage's B region.
 template <int W>
-__device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __restrict__ B, const Sched& s, int n0,
+__device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __restrict__ B, int N, int K, int n0,
                                        int k0, int ptid) {
   constexpr int kPPR = 128 / W;
   constexpr int kPerBox = BLOCK_K * kPPR;
@@ -306,8 +312,8 @@ __device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __r
         dst_b + box * kBoxBytesB + kr * 128 + ((((byte >> 4) ^ (kr & 7)) << 4) | (byte & 15));
     const int k = k0 + kr;
     const int n = n0 + box * 64 + (byte >> 1);
-    const bool valid = k < s.K && n < s.N;
-    copy_piece<W>(dst, valid ? B + (long long)k * s.N + n : B, valid);
+    const bool valid = k < K && n < N;
+    copy_piece<W>(dst, valid ? B + (long long)k * N + n : B, valid);
   }
 }
 
@@ -384,20 +390,21 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
       }
       if (fallback) {
         // Whole tiles of the non-TMA operands, this CTA only (no multicast).
+        const int M = s.M, N = s.N, K = s.K;
         if (!tma_a) {
           switch (wa) {
-            case 16: fill_a<16>(a_dst, A, s, m0, k0, ptid); break;
-            case 8: fill_a<8>(a_dst, A, s, m0, k0, ptid); break;
-            case 4: fill_a<4>(a_dst, A, s, m0, k0, ptid); break;
-            default: fill_a<2>(a_dst, A, s, m0, k0, ptid); break;
+            case 16: fill_a<16>(a_dst, A, M, K, m0, k0, ptid); break;
+            case 8: fill_a<8>(a_dst, A, M, K, m0, k0, ptid); break;
+            case 4: fill_a<4>(a_dst, A, M, K, m0, k0, ptid); break;
+            default: fill_a<2>(a_dst, A, M, K, m0, k0, ptid); break;
           }
         }
         if (!tma_b) {
           switch (wb) {
-            case 16: fill_b<16>(b_dst, B, s, n0, k0, ptid); break;
-            case 8: fill_b<8>(b_dst, B, s, n0, k0, ptid); break;
-            case 4: fill_b<4>(b_dst, B, s, n0, k0, ptid); break;
-            default: fill_b<2>(b_dst, B, s, n0, k0, ptid); break;
+            case 16: fill_b<16>(b_dst, B, N, K, n0, k0, ptid); break;
+            case 8: fill_b<8>(b_dst, B, N, K, n0, k0, ptid); break;
+            case 4: fill_b<4>(b_dst, B, N, K, n0, k0, ptid); break;
+            default: fill_b<2>(b_dst, B, N, K, n0, k0, ptid); break;
           }
         }
         evotune_ptx::cp_async_commit();
@@ -595,7 +602,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
     // Per warp: its 16 rows x 64 columns at a time through shared memory
     // (16-byte chunks XOR-swizzled by row, conflict-free both ways), then
     // whole 128-byte row segments to global memory.
-    const unsigned buf = epi_smem + (wg_tid >> 5) * kEpiWarpBytes;
+    const unsigned buf = epi_smem + (threadIdx.x >> 5) * kEpiWarpBytes;  // this warp's own tile (any warpgroup)
     const bool vec = (s.N % 8) == 0;
     const int r_lo = lane >> 2;
 #pragma unroll

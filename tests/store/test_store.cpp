@@ -239,14 +239,14 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   const std::string path = dir.file("evotune.db");
   Store s = Store::open(path);
   CHECK(s.schema_version() == Store::latest_schema_version());
-  CHECK(Store::latest_schema_version() == 2);
+  CHECK(Store::latest_schema_version() == 3);
   CHECK(s.path() == path);
   CHECK(s.mode() == Store::Mode::read_write);
   CHECK(s.last_run_id() == 0);
   CHECK(s.runs().empty());
 
   sql::Db raw = sql::open(path, false, false);
-  CHECK(schema::user_version(raw.get()) == 2);
+  CHECK(schema::user_version(raw.get()) == 3);
   sql::Stmt jm(raw.get(), "PRAGMA journal_mode");
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
@@ -265,7 +265,7 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
 
   // Reopening an up-to-date database changes nothing.
   std::string before = dump(path);
-  { Store again = Store::open(path); CHECK(again.schema_version() == 2); }
+  { Store again = Store::open(path); CHECK(again.schema_version() == 3); }
   CHECK(dump(path) == before);
 }
 
@@ -474,6 +474,39 @@ TEST_CASE("elites are replaced on each trial and read back in rank order", "[sto
   CHECK(s.elites(run + 7).empty());
 }
 
+TEST_CASE("the final re-timing keeps every sample, sets final_us and re-ranks the elites", "[store]") {
+  TempDir dir;
+  Store s = Store::open(dir.file("retime.db"));
+  int64_t run = s.create_run(sample_run());
+  Trial a = sample_trial(16, TrialStatus::ok, 100);
+  s.record_trial(run, a, {0});
+  Trial b = sample_trial(32, TrialStatus::ok, 101);
+  s.record_trial(run, b, {a.id, 0});
+  Trial bad = sample_trial(64, TrialStatus::incorrect);
+  s.record_trial(run, bad, {a.id, b.id});
+  // Re-timed interleaved, b turns out faster: it becomes the best.
+  std::vector<RetimeSample> samples;
+  for (int round = 1; round <= 3; ++round) {
+    samples.push_back({round, a.id, 0, 100.0 + round});
+    samples.push_back({round, b.id, 0, 98.0 + round});
+  }
+  s.record_retime(run, samples, {{a.id, 102.0}, {b.id, 100.0}}, {b.id, a.id});
+  std::vector<Trial> e = s.elites(run);
+  REQUIRE(e.size() == 2);
+  CHECK(e[0].id == b.id);
+  CHECK(e[0].final_us == Approx(100.0));
+  CHECK(e[0].fitness == Approx(b.fitness));  // what the search saw is kept
+  CHECK(e[1].final_us == Approx(102.0));
+  CHECK(s.run(run)->best_trial_id == b.id);
+  CHECK(count(s.path(), "SELECT COUNT(*) FROM retimes") == 6);
+  CHECK(count(s.path(), "SELECT trial_id FROM v_elites WHERE rank = 1") == b.id);
+  CHECK(s.trial(bad.id)->final_us == 0);
+  // A failed trial cannot be given a final time; nothing of the call is kept.
+  CHECK_THROWS_AS(s.record_retime(run, {{4, a.id, 0, 1.0}}, {{bad.id, 1.0}}, {a.id}), StoreError);
+  CHECK(count(s.path(), "SELECT COUNT(*) FROM retimes") == 6);
+  CHECK(s.elites(run)[0].id == b.id);
+}
+
 TEST_CASE("trials are listed in seq order, optionally of one status", "[store]") {
   TempDir dir;
   Store s = Store::open(dir.file("status.db"));
@@ -585,7 +618,7 @@ TEST_CASE("read-only mode never creates, migrates or writes", "[store]") {
   const std::string before = dump(path);
   Store r = Store::open(path, Store::Mode::read_only);
   CHECK(r.mode() == Store::Mode::read_only);
-  CHECK(r.schema_version() == 2);
+  CHECK(r.schema_version() == Store::latest_schema_version());
   REQUIRE(r.runs().size() == 1);
   CHECK(r.trials(1).size() == 1);
   CHECK(r.elites(1).size() == 1);
@@ -688,9 +721,9 @@ TEST_CASE("open refuses paths a user must fix, saying why", "[store]") {
     }
     const std::string before = slurp(path);
     std::string msg = error_of([&] { Store::open(path); });
-    CHECK(contains(msg, "created by a newer evotune (schema 99 > 2)"));
+    CHECK(contains(msg, "created by a newer evotune (schema 99 > 3)"));
     msg = error_of([&] { Store::open(path, Store::Mode::read_only); });
-    CHECK(contains(msg, "schema 99 > 2"));
+    CHECK(contains(msg, "schema 99 > 3"));
     CHECK(slurp(path) == before);
   }
 
@@ -782,8 +815,8 @@ TEST_CASE("a version-1 database is read as it is and upgraded by a write open", 
 
   // A write open migrates in place and keeps every row.
   Store s = Store::open(path);
-  CHECK(s.schema_version() == 2);
-  CHECK(count(path, "PRAGMA user_version") == 2);
+  CHECK(s.schema_version() == 3);
+  CHECK(count(path, "PRAGMA user_version") == 3);
   auto run = s.run(run_id);
   REQUIRE(run);
   CHECK(run->kernel == "gemm");
