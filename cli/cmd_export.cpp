@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "engine/device_info.hpp"
+#include "store/dataset.hpp"
 #include "store/export.hpp"
 #include "store/store.hpp"
 
@@ -137,13 +138,20 @@ void add_export_commands(CLI::App& app, Context& ctx) {
         "helpers and provenance (GPU, versions, latency and errors per problem).");
     cmd->add_option("run", *run, "run id, or 'last'")->required();
     cmd->add_option("-o,--output", *out, "file to write (default: standard output)");
-    cmd->add_option("-f,--format", *format, "header or json")->check(CLI::IsMember({"header", "json"}));
+    cmd->add_option("-f,--format", *format, "header, json, or dataset (every trial, for `run --replay`)")
+        ->check(CLI::IsMember({"header", "json", "dataset"}));
     cmd->callback([&ctx, run, out, format] {
       ctx.action = [&ctx, run, out, format] {
         long long id = parse_run_ref(*run, ctx.db_path);
         Store s = Store::open(ctx.db_path, Store::Mode::read_only);
         auto r = s.run(id);
         if (!r) throw UsageError("no run " + std::to_string(id) + " in " + ctx.db_path);
+        if (*format == "dataset") {
+          std::vector<Trial> all = s.trials(id);
+          if (all.empty()) throw UsageError("run " + std::to_string(id) + " has no trials");
+          write_output(*out, write_dataset(*r, all, "run " + std::to_string(id) + " of " + ctx.db_path + ", " + r->created_at));
+          return kExitOk;
+        }
         std::vector<Trial> ok = s.trials(id, TrialStatus::ok);
         std::vector<Trial> elites = s.elites(id);
         if (elites.empty() || r->compile_only)

@@ -4,7 +4,9 @@
 
 #include "cli/app.hpp"
 #include "cli/tuner.hpp"
+#include "core/error.hpp"
 #include "core/strings.hpp"
+#include "engine/device_info.hpp"
 #include "store/store.hpp"
 
 namespace evotune {
@@ -16,6 +18,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   auto dtype = std::make_shared<std::string>();
   auto resume = std::make_shared<std::string>();
   auto no_flush = std::make_shared<bool>(false);
+  auto gpus = std::make_shared<std::string>();
 
   auto* cmd = app.add_subcommand("run", "Tune a kernel on the GPU (or --compile-only without one)");
   cmd->footer(
@@ -24,7 +27,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
       "  evotune run --kernel gemm --problem M=4096,N=4096,K=4096 --dtype bf16 --strategy random\n"
       "  evotune run --kernel examples/transpose/spec.toml --shape 4096,4096 --budget 32\n"
       "  evotune run --kernel gemm --shape 4096,4096,4096 --compile-only --arch sm_90a --budget 16\n"
-      "  evotune run --resume 7          # continue run 7 after an interruption\n\n"
+      "  evotune run --resume 7          # continue run 7 after an interruption\n"
+      "  evotune run --kernel gemm --replay tests/data/gemm_h200.json --budget 128   # no GPU needed\n\n"
       "Each trial passes the gates in order: constraints (free) -> NVRTC compile -> resources\n"
       "(registers, shared memory, spills) -> correctness against the reference -> latency.\n"
       "Ctrl-C records the trial in hand and stops; --resume continues.");
@@ -44,6 +48,12 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("-j,--compile-threads", opts->compile_threads, "NVRTC compile threads (default: one per core)");
   cmd->add_option("--compile-timeout", opts->compile_timeout_s, "seconds before a compile is cut off (compile_error)");
   cmd->add_option("--device", opts->device, "CUDA device ordinal");
+  cmd->add_option("--gpus", *gpus, "evaluate on several GPUs at once: all, or ordinals like 0,1");
+  cmd->add_option("--replay", opts->replay_path,
+                  "evaluate configs from a dataset (`evotune export RUN --format dataset`) instead of a GPU");
+  cmd->add_flag("--replay-warm-cache", opts->replay_warm_cache, "with --replay: charge no compile time");
+  cmd->add_option("--retime", opts->retime_rounds, "rounds of interleaved re-timing of the final elites (0: none)")
+      ->check(CLI::Range(0, 100));
   cmd->add_option("--timeout", opts->timeout_floor_s, "minimum seconds a trial may take on the GPU before it is killed");
   cmd->add_option("--abort-factor", opts->abort_factor,
                   "stop timing a candidate whose p50 exceeds this many times the best's (0: never)");
@@ -54,9 +64,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--resume", *resume, "continue run RUN (id or 'last') with its remaining budget");
   cmd->add_option("--window", opts->window, "configs in flight (compiling ahead of the GPU); default 2x threads");
   cmd->add_flag("-q,--quiet", opts->quiet, "no per-trial progress lines");
-  cmd->callback([&ctx, cmd, opts, shapes, named, dtype, resume, no_flush] {
+  cmd->callback([&ctx, cmd, opts, shapes, named, dtype, resume, no_flush, gpus] {
     bool budget_given = cmd->count("--budget") > 0;
-    ctx.action = [&ctx, opts, shapes, named, dtype, resume, no_flush, budget_given] {
+    ctx.action = [&ctx, opts, shapes, named, dtype, resume, no_flush, budget_given, gpus] {
       TuneOptions o = *opts;
       // A resumed run keeps its budget unless a larger one is asked for.
       if (!resume->empty() && !budget_given) o.budget = 0;
@@ -66,6 +76,17 @@ void add_run_command(CLI::App& app, Context& ctx) {
       o.problems.insert(o.problems.end(), named->begin(), named->end());
       if (!dtype->empty()) o.dtype = *dtype;
       if (*no_flush) o.timing.flush_l2 = false;
+      if (*gpus == "all") {
+        DeviceQuery q = query_devices();
+        if (q.devices.empty()) throw NoDeviceError("--gpus all: no CUDA device found: " + q.reason);
+        for (const auto& d : q.devices) o.gpus.push_back(d.ordinal);
+      } else if (!gpus->empty()) {
+        for (const auto& part : split(*gpus, ',')) {
+          auto v = parse_int(trim(part));
+          if (!v || *v < 0) throw UsageError("--gpus '" + *gpus + "': expected all, or ordinals like 0,1");
+          o.gpus.push_back(static_cast<int>(*v));
+        }
+      }
       if (!resume->empty()) o.resume_run = parse_run_ref(*resume, ctx.db_path);
       TuneResult r = tune(o, std::cout);
       return r.interrupted ? kExitInterrupted : kExitOk;

@@ -24,6 +24,7 @@
 #include "engine/worker_client.hpp"
 #include "kernel_templates/registry.hpp"
 #include "search/strategy.hpp"
+#include "store/dataset.hpp"
 
 #ifndef EVOTUNE_VERSION
 #define EVOTUNE_VERSION "0.0.0"
@@ -48,17 +49,35 @@ std::string self_exe() {
   return ec ? std::string("evotune") : p.string();
 }
 
+template <typename T>
+bool ready(const std::future<T>& f) {
+  return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
 // What one config needs compiled: one cubin per distinct set of defines
 // (problems differing only in runtime dimensions share a cubin).
 struct CompiledCandidate {
-  Config config;
-  bool user_seed = false;
-  std::optional<std::string> invalid;  // constraint violation (user seeds only)
   std::vector<CompileResult> cubins;
-  std::vector<int> problem_cubin;      // per problem (timed + check shapes)
+  std::vector<int> problem_cubin;  // per problem (timed + check shapes)
   std::string define_error;
   double compile_ms = 0;
   bool cache_hit = true;
+};
+
+// One proposed config on its way through the pipeline: compile, gate, GPU,
+// then recorded strictly in proposal order.
+struct Entry {
+  Config config;
+  std::optional<std::string> invalid;          // constraint violation (user configs only)
+  std::future<CompiledCandidate> compiled;     // until taken
+  bool prepared = false;
+  CompiledCandidate cc;
+  std::vector<LaunchPlan> launches;
+  std::future<EvalReply> gpu;
+  int worker = -1;
+  Clock::time_point gpu_start;
+  std::optional<Trial> trial;                  // finished
+  double sim_proposed = 0;                     // replay: simulated time of the proposal
 };
 
 std::vector<std::pair<std::string, std::string>> reference_defines(const KernelSpec& spec, const Problem& p,
@@ -99,9 +118,8 @@ CompileRequest base_request(const KernelSpec& spec, const std::string& arch) {
 }
 
 std::string first_lines(const std::string& s, size_t max_lines) {
-  std::vector<std::string> lines = split(s, '\n');
   std::vector<std::string> keep;
-  for (const auto& l : lines) {
+  for (const auto& l : split(s, '\n')) {
     if (trim(l).empty()) continue;
     keep.push_back(l);
     if (keep.size() == max_lines) break;
@@ -125,14 +143,28 @@ double speedup_vs(const Trial& t, const std::optional<Trial>& def) {
   return geomean(r);
 }
 
+bool needs_gpu(TrialStatus s) {
+  return s == TrialStatus::ok || s == TrialStatus::incorrect || s == TrialStatus::crashed ||
+         s == TrialStatus::timeout || s == TrialStatus::launch_error;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
 
 void print_elites(std::ostream& out, const RunInfo& run, const std::vector<Trial>& elites,
                   const std::optional<Trial>& default_trial, const KernelSpec* spec) {
+  bool retimed = std::any_of(elites.begin(), elites.end(), [](const Trial& t) { return t.final_us > 0; });
   std::vector<std::string> head = {"#", "trial"};
   for (size_t i = 0; i < run.problems.size(); ++i)
     head.push_back(run.problems.size() == 1 ? "p50 µs" : "p50 µs [" + std::to_string(i) + "]");
-  if (spec && !spec->flops.empty() && run.problems.size() == 1) head.push_back("TFLOP/s");
+  if (retimed) head.push_back("re-timed µs");
+  bool tflops = spec && !spec->flops.empty() && run.problems.size() == 1 && spec->flops_of(run.problems[0]) > 0;
+  if (tflops) head.push_back("TFLOP/s");
   head.insert(head.end(), {"vs default", "max err", "mean err", "regs", "smem", "config"});
   Table t(head);
   int rank = 0;
@@ -143,14 +175,14 @@ void print_elites(std::ostream& out, const RunInfo& run, const std::vector<Trial
       const Measurement* m = i < e.per_problem.size() ? &e.per_problem[i] : nullptr;
       row.push_back(m ? fmt_us(m->p50_us) : "-");
     }
+    if (retimed) row.push_back(fmt_us(e.final_us));
     for (const auto& m : e.per_problem) {
       max_err = std::max(max_err, m.err.max_abs);
       mean_err = std::max(mean_err, m.err.mean_abs);
     }
-    if (spec && !spec->flops.empty() && run.problems.size() == 1) {
-      double fl = spec->flops_of(run.problems[0]);
-      double us = e.per_problem.empty() ? 0 : e.per_problem[0].p50_us;
-      row.push_back(us > 0 ? strfmt("%.1f", fl / (us * 1e-6) / 1e12) : "-");
+    if (tflops) {
+      double us = e.final_us > 0 ? e.final_us : (e.per_problem.empty() ? 0 : e.per_problem[0].p50_us);
+      row.push_back(us > 0 ? strfmt("%.1f", spec->flops_of(run.problems[0]) / (us * 1e-6) / 1e12) : "-");
     }
     row.push_back(fmt_ratio(speedup_vs(e, default_trial)));
     row.push_back(fmt_sci(max_err));
@@ -166,6 +198,7 @@ void print_elites(std::ostream& out, const RunInfo& run, const std::vector<Trial
 TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   TuneOptions o = in_opts;
   auto t_start = Clock::now();
+  std::atomic<bool>& stop = stop_requested();
 
   // ---- the run being resumed, if any
   std::optional<Store> store_opt;
@@ -180,6 +213,15 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     o.elites = resumed->elites_k;
     o.compile_only = resumed->compile_only;
     if (o.budget <= 0 || o.budget < resumed->budget) o.budget = resumed->budget;
+    nlohmann::json ropts = nlohmann::json::parse(resumed->options_json, nullptr, false);
+    if (o.replay_path.empty() && ropts.is_object()) o.replay_path = ropts.value("replay", std::string());
+  }
+
+  // ---- a replay dataset stands in for the GPU
+  std::optional<Dataset> replay;
+  if (!o.replay_path.empty()) {
+    replay = read_dataset(o.replay_path);
+    if (o.kernel.empty()) o.kernel = replay->kernel;
   }
 
   // ---- kernel and problems
@@ -191,6 +233,15 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       throw UsageError("kernel " + spec.name + " changed since run " + std::to_string(resumed->id) + " (spec hash " +
                        resumed->spec_hash + " → " + spec.content_hash() + "); a resumed run needs the same kernel");
     problems = resumed->problems;
+  } else if (replay) {
+    if (replay->kernel != spec.name)
+      throw UsageError("dataset " + o.replay_path + " holds kernel " + replay->kernel + ", not " + spec.name);
+    problems = replay->problems;
+    for (const auto& text : o.problems) {
+      Problem p = spec.parse_problem(text, problems.front().dtype);
+      bool known = std::any_of(problems.begin(), problems.end(), [&](const Problem& x) { return x.canonical() == p.canonical(); });
+      if (!known) throw UsageError("dataset " + o.replay_path + " has no measurements for " + p.canonical());
+    }
   } else {
     if (o.problems.empty()) {
       if (spec.example.empty()) throw UsageError("no problem given (--shape or --problem)");
@@ -205,12 +256,17 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   if (o.budget <= 0) throw UsageError("--budget must be at least 1");
   if (o.elites <= 0) throw UsageError("--elites must be at least 1");
 
-  // ---- device or target architecture
+  // ---- devices, or the target architecture
   DeviceTraits dev;
   DeviceRecord rec;
   rec.nvrtc_version = nvrtc_version();
-  std::optional<DeviceInfo> gpu;
-  if (o.compile_only) {
+  std::vector<DeviceInfo> gpus;
+  if (replay) {
+    rec = replay->device;
+    dev.cc = rec.cc > 0 ? rec.cc : 90;
+    dev.num_sms = rec.num_sms > 0 ? rec.num_sms : DeviceTraits::for_arch(dev.cc).num_sms;
+    o.arch = rec.arch;
+  } else if (o.compile_only) {
     if (o.arch.empty()) {
       DeviceQuery q = query_devices();
       if (q.devices.empty())
@@ -227,27 +283,34 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     if (q.devices.empty())
       throw NoDeviceError("no CUDA device found: " + q.reason +
                           ". `evotune run --compile-only --arch sm_90a ...` compiles and checks resources without a GPU.");
-    if (o.device < 0 || o.device >= static_cast<int>(q.devices.size()))
-      throw UsageError(strfmt("--device %d: this machine has %zu CUDA device(s)", o.device, q.devices.size()));
-    gpu = q.devices[static_cast<size_t>(o.device)];
-    dev.cc = gpu->cc;
-    dev.num_sms = gpu->num_sms;
-    o.arch = arch_for(gpu->cc, spec.arch_specific);
-    rec.name = gpu->name;
-    rec.uuid = gpu->uuid;
-    rec.cc = gpu->cc;
-    rec.num_sms = gpu->num_sms;
-    rec.driver_version = gpu->driver_version;
-    rec.runtime_version = gpu->runtime_version;
+    std::vector<int> ids = o.gpus.empty() ? std::vector<int>{o.device} : o.gpus;
+    for (int id : ids) {
+      if (id < 0 || id >= static_cast<int>(q.devices.size()))
+        throw UsageError(strfmt("GPU %d: this machine has %zu CUDA device(s)", id, q.devices.size()));
+      gpus.push_back(q.devices[static_cast<size_t>(id)]);
+      if (gpus.back().cc != gpus.front().cc)
+        throw UsageError("--gpus: " + gpus.front().name + " and " + gpus.back().name +
+                         " differ in architecture; tune on GPUs of one kind");
+    }
+    const DeviceInfo& g = gpus.front();
+    dev.cc = g.cc;
+    dev.num_sms = g.num_sms;
+    o.arch = arch_for(g.cc, spec.arch_specific);
+    rec.name = g.name + (gpus.size() > 1 ? strfmt(" x%zu", gpus.size()) : "");
+    rec.uuid = g.uuid;
+    rec.cc = g.cc;
+    rec.num_sms = g.num_sms;
+    rec.driver_version = g.driver_version;
+    rec.runtime_version = g.runtime_version;
     rec.arch = o.arch;
   }
   if (dev.cc < spec.min_cc || (spec.max_cc > 0 && dev.cc > spec.max_cc))
     throw UsageError(strfmt("kernel %s runs on compute capability %d%s, not on %s (cc %d)", spec.name.c_str(),
                             spec.min_cc, spec.max_cc > 0 ? strfmt("..%d", spec.max_cc).c_str() : "+",
-                            gpu ? gpu->name.c_str() : o.arch.c_str(), dev.cc));
+                            gpus.empty() ? o.arch.c_str() : gpus.front().name.c_str(), dev.cc));
 
-  // The run's problems are timed; check shapes (from the first problem with
-  // the same compile-time defines) are verified only.
+  // The run's problems are timed; check shapes (completed from the first
+  // problem they apply to) are verified only.
   std::vector<Problem> all_problems = problems;
   std::vector<bool> timed(problems.size(), true);
   for (size_t i = 0; i < spec.check_shapes.size(); ++i) {
@@ -294,18 +357,18 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   int spent = static_cast<int>(std::count_if(previous.begin(), previous.end(),
                                              [](const Trial& t) { return t.status != TrialStatus::invalid; }));
 
-  // ---- compile pool, references, worker
+  // ---- compilers, references, GPU workers
   unsigned threads = o.compile_threads > 0 ? static_cast<unsigned>(o.compile_threads)
                                            : std::max(1u, std::thread::hardware_concurrency());
   const std::string exe = o.worker_exe.empty() ? self_exe() : o.worker_exe;
-  CompileService compiler(o.isolate_compiles ? exe : std::string(), threads, o.compile_timeout_s);
+  CompileService compiler(o.isolate_compiles && !replay ? exe : std::string(), threads, o.compile_timeout_s);
   ThreadPool pool(threads);
   const int window = o.window > 0 ? o.window : static_cast<int>(std::max(4u, 2 * threads));
+  Planner planner(spec, dev);
 
-  std::unique_ptr<WorkerClient> worker;
-  if (!o.compile_only) {
+  std::vector<std::unique_ptr<WorkerClient>> workers;
+  if (!gpus.empty()) {
     SetupRequest setup;
-    setup.device = o.device;
     setup.seed = o.seed;
     setup.timing = o.timing;
     CompileRequest support;
@@ -317,7 +380,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     if (!sr.ok) throw EngineError("compiling evotune's support kernels failed:\n" + sr.log);
     setup.cubins.push_back(sr.cubin);
     std::map<std::string, int> ref_cubins;
-    Planner planner(spec, dev);
     for (size_t i = 0; i < all_problems.size(); ++i) {
       auto defs = reference_defines(spec, all_problems[i], dev);
       std::string key = defines_key(defs);
@@ -334,9 +396,16 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       }
       setup.problems.push_back(planner.problem_setup(all_problems[i], timed[i], ref_cubins[key]));
     }
-    worker = std::make_unique<WorkerClient>(exe, std::move(setup));
-    if (!o.quiet) out << "preparing " << all_problems.size() << " problem(s) on " << rec.name << " (inputs, references)..." << std::endl;
-    worker->start();
+    if (!o.quiet)
+      out << "preparing " << all_problems.size() << " problem(s) on " << gpus.size() << " GPU(s) (inputs, references)..."
+          << std::endl;
+    std::vector<std::future<void>> starts;
+    for (const DeviceInfo& g : gpus) {
+      setup.device = g.ordinal;
+      workers.push_back(std::make_unique<WorkerClient>(exe, setup));
+    }
+    for (auto& w : workers) starts.push_back(std::async(std::launch::async, [&w] { w->start(); }));
+    for (auto& f : starts) f.get();  // rethrows a set-up failure
   }
 
   // ---- the run record
@@ -361,7 +430,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
                            {"timeout_floor_s", o.timeout_floor_s},
                            {"abort_factor", o.abort_factor},
                            {"check_shapes", static_cast<int>(all_problems.size() - problems.size())},
-                           {"compile_threads", threads}};
+                           {"compile_threads", threads},
+                           {"gpus", static_cast<int>(std::max<size_t>(gpus.size(), 1))}};
+    if (replay) opts["replay"] = std::filesystem::absolute(o.replay_path).string();
     run.options_json = opts.dump();
     run.device = rec;
     run.evotune_version = EVOTUNE_VERSION;
@@ -371,28 +442,27 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   }
   const int budget = run.budget;
   if (!o.quiet) {
-    out << "run " << run.id << ": " << spec.name << " on " << (gpu ? gpu->name + " (" + o.arch + ")" : o.arch + " (compile only)")
-        << ", " << problems.size() << " problem(s) + " << all_problems.size() - problems.size() << " check shape(s), "
-        << o.strategy << " seed " << o.seed << ", budget " << budget << (resumed ? strfmt(" (%d done)", spent) : "")
-        << ", " << threads << " compile thread(s), db " << o.db_path << std::endl;
+    std::string where = replay ? rec.name + " (replayed from " + o.replay_path + ")"
+                      : !gpus.empty() ? rec.name + " (" + o.arch + ")"
+                                      : o.arch + " (compile only)";
+    out << "run " << run.id << ": " << spec.name << " on " << where << ", " << problems.size() << " problem(s) + "
+        << all_problems.size() - problems.size() << " check shape(s), " << o.strategy << " seed " << o.seed
+        << ", budget " << budget << (resumed ? strfmt(" (%d done)", spent) : "") << ", " << threads
+        << " compile thread(s), db " << o.db_path << std::endl;
   }
 
   // ---- the pipeline
   RunStats stats = run.stats;
   stats.compile_threads = static_cast<int>(threads);
-  Planner planner(spec, dev);
-  std::atomic<bool>& stop = stop_requested();
 
-  auto compile_candidate = [&spec, &all_problems, &o, dev, &stop, &compiler](Config cfg, bool user_seed) {
+  auto compile_candidate = [&spec, &all_problems, &o, dev, &stop, &compiler](const Config& cfg) {
     CompiledCandidate cc;
-    cc.config = std::move(cfg);
-    cc.user_seed = user_seed;
-    if (stop.load()) return cc;
     std::map<std::string, int> by_key;
     for (const Problem& p : all_problems) {
+      if (stop.load()) return cc;
       std::vector<std::pair<std::string, std::string>> defs;
       try {
-        defs = spec.compile_defines(cc.config, p, dev);
+        defs = spec.compile_defines(cfg, p, dev);
       } catch (const ExprError& e) {
         cc.define_error = e.what();
         return cc;
@@ -413,139 +483,214 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     return cc;
   };
 
-  struct Pending {
-    std::future<CompiledCandidate> fut;
+  // Compile results → a trial that failed a gate, or launch plans for the GPU.
+  auto prepare = [&](Entry& e) {
+    e.prepared = true;
+    Trial t;
+    t.config = e.config;
+    if (replay) {
+      const Trial* rec_t = replay->find(e.config);
+      if (!rec_t) {
+        t.status = TrialStatus::invalid;
+        t.error = "not in the replay dataset " + o.replay_path;
+      } else {
+        t = *rec_t;
+        t.id = 0;
+        t.seq = 0;
+        if (o.replay_warm_cache) t.compile_ms = 0, t.cache_hit = true;
+      }
+      e.trial = t;
+      return;
+    }
+    if (e.invalid) {
+      t.status = TrialStatus::invalid;
+      t.error = *e.invalid;
+      e.trial = t;
+      return;
+    }
+    const CompiledCandidate& cc = e.cc;
+    t.compile_ms = cc.compile_ms;
+    t.cache_hit = cc.cache_hit && !cc.cubins.empty();
+    if (!cc.define_error.empty()) {
+      t.status = TrialStatus::compile_error;
+      t.error = "[defines]: " + cc.define_error;
+      e.trial = t;
+      return;
+    }
+    for (const CompileResult& r : cc.cubins) {
+      t.res.registers = std::max(t.res.registers, r.res.registers);
+      t.res.smem_static = std::max(t.res.smem_static, r.res.smem_static);
+      t.res.spill_stores = std::max(t.res.spill_stores, r.res.spill_stores);
+      t.res.spill_loads = std::max(t.res.spill_loads, r.res.spill_loads);
+      t.res.stack_frame = std::max(t.res.stack_frame, r.res.stack_frame);
+    }
+    auto failed = std::find_if(cc.cubins.begin(), cc.cubins.end(), [](const CompileResult& r) { return !r.ok; });
+    if (failed != cc.cubins.end() || cc.problem_cubin.size() != all_problems.size()) {
+      t.status = TrialStatus::compile_error;
+      t.error = failed != cc.cubins.end() ? failed->log : "compilation was cancelled";
+      e.trial = t;
+      return;
+    }
+    // Resource gate, per problem (dynamic shared memory can depend on it).
+    for (size_t i = 0; i < all_problems.size(); ++i) {
+      try {
+        e.launches.push_back(planner.launch(e.config, all_problems[i], cc.problem_cubin[i]));
+      } catch (const std::exception& ex) {
+        t.status = TrialStatus::launch_error;
+        t.error = all_problems[i].canonical() + ": " + ex.what();
+        break;
+      }
+      Resources r = cc.cubins[static_cast<size_t>(cc.problem_cubin[i])].res;
+      r.smem_dynamic = static_cast<int>(e.launches.back().dims.smem);
+      t.res.smem_dynamic = std::max(t.res.smem_dynamic, r.smem_dynamic);
+      if (auto why = spec.gate_reason(r, e.config, all_problems[i], dev)) {
+        t.status = TrialStatus::resource_rejected;
+        t.error = *why;
+        break;
+      }
+      if (!gpus.empty() && r.smem_total() > gpus.front().smem_optin) {
+        t.status = TrialStatus::resource_rejected;
+        t.error = strfmt("%d bytes of shared memory > %lld the device allows per block", r.smem_total(),
+                         gpus.front().smem_optin);
+        break;
+      }
+    }
+    // Gated out, or a compile-only run: finished. Otherwise on to the GPU.
+    if (t.status != TrialStatus::ok || workers.empty()) e.trial = t;
   };
-  std::deque<Pending> inflight;
+
+  auto make_request = [&](const Entry& e) {
+    EvalRequest req;
+    for (const auto& r : e.cc.cubins) req.cubins.push_back(r.cubin);
+    req.launches = e.launches;
+    const Trial* best = population.best();
+    for (size_t i = 0; i < all_problems.size(); ++i) {
+      double a = 0;
+      if (best && i < best->per_problem.size() && timed[i] && o.abort_factor > 0)
+        a = o.abort_factor * best->per_problem[i].p50_us;
+      req.abort_us.push_back(a);
+    }
+    return req;
+  };
+  auto time_limit = [&]() {
+    const Trial* best = population.best();
+    double limit = o.timeout_floor_s;
+    if (best) limit = std::max(limit, o.timeout_factor * (best->verify_ms + best->bench_ms) / 1000.0);
+    return limit;
+  };
+
+  std::vector<bool> worker_busy(workers.size(), false);
+  double gpu_busy_s = 0;
+  auto dispatch = [&](Entry& e, int w) {
+    e.worker = w;
+    worker_busy[static_cast<size_t>(w)] = true;
+    e.gpu_start = Clock::now();
+    WorkerClient* client = workers[static_cast<size_t>(w)].get();
+    e.gpu = std::async(std::launch::async, [client, req = make_request(e), limit = time_limit()] {
+      return client->evaluate(req, limit);
+    });
+  };
+  auto finish_gpu = [&](Entry& e) {
+    EvalReply rep = e.gpu.get();
+    double elapsed = seconds_since(e.gpu_start);
+    gpu_busy_s += elapsed;
+    worker_busy[static_cast<size_t>(e.worker)] = false;
+    Trial t;
+    t.config = e.config;
+    t.compile_ms = e.cc.compile_ms;
+    t.cache_hit = e.cc.cache_hit;
+    for (const CompileResult& r : e.cc.cubins) {
+      t.res.registers = std::max(t.res.registers, r.res.registers);
+      t.res.smem_static = std::max(t.res.smem_static, r.res.smem_static);
+      t.res.spill_stores = std::max(t.res.spill_stores, r.res.spill_stores);
+      t.res.spill_loads = std::max(t.res.spill_loads, r.res.spill_loads);
+      t.res.stack_frame = std::max(t.res.stack_frame, r.res.stack_frame);
+    }
+    for (const LaunchPlan& l : e.launches) t.res.smem_dynamic = std::max(t.res.smem_dynamic, static_cast<int>(l.dims.smem));
+    t.device = gpus[static_cast<size_t>(e.worker)].ordinal;
+    t.status = rep.status;
+    t.error = rep.error;
+    t.verify_ms = rep.verify_ms;
+    t.bench_ms = rep.bench_ms;
+    // A timeout or a dead worker reports no times: charge the wall time.
+    if (t.verify_ms + t.bench_ms <= 0) t.verify_ms = elapsed * 1000;
+    // Keep the run's own problems; check shapes are a gate, not a result.
+    for (size_t i = 0; i < rep.per_problem.size() && i < problems.size(); ++i) t.per_problem.push_back(rep.per_problem[i]);
+    if (t.ok()) {
+      std::vector<double> p50s;
+      for (const auto& m : t.per_problem) p50s.push_back(m.p50_us);
+      t.fitness = geomean(p50s);
+    }
+    e.trial = t;
+    e.cc = CompiledCandidate{};  // cubins are no longer needed
+  };
+
+  // Replay: a simulated clock of the same pipeline (compile slots, GPUs in
+  // order, a window of proposals ahead of the observations).
+  double sim_now = 0;
+  std::vector<double> sim_compile_free(threads, 0.0);
+  std::vector<double> sim_gpu_free(std::max<size_t>(o.gpus.size(), 1), 0.0);
+  auto simulate = [&](const Entry& e, const Trial& t) {
+    auto slot = std::min_element(sim_compile_free.begin(), sim_compile_free.end());
+    double cstart = std::max(e.sim_proposed, *slot);
+    double cend = cstart + t.compile_ms / 1000.0;
+    *slot = cend;
+    double finish = cend;
+    if (needs_gpu(t.status)) {
+      auto g = std::min_element(sim_gpu_free.begin(), sim_gpu_free.end());
+      double gstart = std::max(cend, *g);
+      *g = gstart + (t.verify_ms + t.bench_ms) / 1000.0;
+      finish = *g;
+      gpu_busy_s += (t.verify_ms + t.bench_ms) / 1000.0;
+    }
+    sim_now = std::max(sim_now, finish);
+  };
+
+  std::deque<Entry> entries;
   size_t next_seed = 0;
   int proposed = 0;
   bool exhausted = false;
-
   auto refill = [&] {
-    while (static_cast<int>(inflight.size()) < window && spent + proposed < budget && !stop.load()) {
+    while (static_cast<int>(entries.size()) < window && spent + proposed < budget && !stop.load()) {
+      Entry e;
+      e.sim_proposed = sim_now;
       if (next_seed < seeds.size()) {
-        Config c = seeds[next_seed++];
-        strategy->mark_seen(c);
-        auto reason = space.invalid_reason(c);
-        std::promise<CompiledCandidate> p;
-        if (reason) {
-          CompiledCandidate cc;
-          cc.config = c;
-          cc.user_seed = true;
-          cc.invalid = *reason;
-          p.set_value(cc);
-          inflight.push_back({p.get_future()});
-          continue;
+        e.config = seeds[next_seed++];
+        strategy->mark_seen(e.config);
+        e.invalid = space.invalid_reason(e.config);
+      } else {
+        std::optional<Config> c = strategy->propose();
+        if (!c) {
+          exhausted = true;
+          return;
         }
-        inflight.push_back({pool.submit([=, &compile_candidate] { return compile_candidate(c, true); })});
-        ++proposed;
-        continue;
+        e.config = *c;
       }
-      std::optional<Config> c = strategy->propose();
-      if (!c) {
-        exhausted = true;
-        return;
-      }
-      Config cfg = *c;
-      inflight.push_back({pool.submit([=, &compile_candidate] { return compile_candidate(cfg, false); })});
-      ++proposed;
+      if (!e.invalid) ++proposed;
+      if (!e.invalid && !replay) e.compiled = pool.submit([cfg = e.config, &compile_candidate] { return compile_candidate(cfg); });
+      entries.push_back(std::move(e));
     }
   };
 
   std::vector<int> counts(all_statuses().size(), 0);
   for (const Trial& t : previous) ++counts[static_cast<size_t>(t.status)];
-  double gpu_wait_s = 0;
   int recorded = 0;
-  refill();
-  while (!inflight.empty()) {
-    auto t_wait = Clock::now();
-    CompiledCandidate cc = inflight.front().fut.get();
-    inflight.pop_front();
-    gpu_wait_s += seconds_since(t_wait);
-    if (stop.load()) break;
 
-    Trial t;
-    t.config = cc.config;
-    t.compile_ms = cc.compile_ms;
-    t.cache_hit = cc.cache_hit && !cc.cubins.empty();
-    t.device = gpu ? o.device : -1;
-    if (cc.invalid) {
-      t.status = TrialStatus::invalid;
-      t.error = *cc.invalid;
-    } else if (!cc.define_error.empty()) {
-      t.status = TrialStatus::compile_error;
-      t.error = "[defines]: " + cc.define_error;
-    } else {
-      for (const CompileResult& r : cc.cubins) {
-        t.res.registers = std::max(t.res.registers, r.res.registers);
-        t.res.smem_static = std::max(t.res.smem_static, r.res.smem_static);
-        t.res.spill_stores = std::max(t.res.spill_stores, r.res.spill_stores);
-        t.res.spill_loads = std::max(t.res.spill_loads, r.res.spill_loads);
-        t.res.stack_frame = std::max(t.res.stack_frame, r.res.stack_frame);
-      }
-      auto failed = std::find_if(cc.cubins.begin(), cc.cubins.end(), [](const CompileResult& r) { return !r.ok; });
-      if (failed != cc.cubins.end()) {
-        t.status = TrialStatus::compile_error;
-        t.error = failed->log;
-      }
-      // Resource gate, per problem (dynamic shared memory can depend on it).
-      std::vector<LaunchPlan> launches;
-      for (size_t i = 0; i < all_problems.size() && t.status == TrialStatus::ok; ++i) {
-        try {
-          launches.push_back(planner.launch(cc.config, all_problems[i], cc.problem_cubin[i]));
-        } catch (const std::exception& e) {
-          t.status = TrialStatus::launch_error;
-          t.error = all_problems[i].canonical() + ": " + e.what();
-          break;
-        }
-        Resources r = cc.cubins[static_cast<size_t>(cc.problem_cubin[i])].res;
-        r.smem_dynamic = static_cast<int>(launches.back().dims.smem);
-        t.res.smem_dynamic = std::max(t.res.smem_dynamic, r.smem_dynamic);
-        if (auto why = spec.gate_reason(r, cc.config, all_problems[i], dev)) {
-          t.status = TrialStatus::resource_rejected;
-          t.error = *why;
-        } else if (gpu && r.smem_total() > gpu->smem_optin) {
-          t.status = TrialStatus::resource_rejected;
-          t.error = strfmt("%d bytes of shared memory > %lld the device allows per block", r.smem_total(), gpu->smem_optin);
-        }
-      }
-      if (t.status == TrialStatus::ok && worker) {
-        EvalRequest req;
-        for (const auto& r : cc.cubins) req.cubins.push_back(r.cubin);
-        req.launches = launches;
-        const Trial* best = population.best();
-        for (size_t i = 0; i < all_problems.size(); ++i) {
-          double a = 0;
-          if (best && i < best->per_problem.size() && timed[i] && o.abort_factor > 0)
-            a = o.abort_factor * best->per_problem[i].p50_us;
-          req.abort_us.push_back(a);
-        }
-        double limit = o.timeout_floor_s;
-        if (best) limit = std::max(limit, o.timeout_factor * (best->verify_ms + best->bench_ms) / 1000.0);
-        EvalReply rep = worker->evaluate(req, limit);
-        t.status = rep.status;
-        t.error = rep.error;
-        t.verify_ms = rep.verify_ms;
-        t.bench_ms = rep.bench_ms;
-        stats.verify_s += rep.verify_ms / 1000;
-        stats.bench_s += rep.bench_ms / 1000;
-        // Keep the run's own problems; check shapes are a gate, not a result.
-        for (size_t i = 0; i < rep.per_problem.size() && i < problems.size(); ++i) t.per_problem.push_back(rep.per_problem[i]);
-        if (t.ok()) {
-          std::vector<double> p50s;
-          for (const auto& m : t.per_problem) p50s.push_back(m.p50_us);
-          t.fitness = geomean(p50s);
-        }
-      }
-    }
+  auto record = [&](Entry& e) {
+    Trial t = *e.trial;
+    if (replay) simulate(e, t);
+    --proposed;
     if (t.status != TrialStatus::invalid) ++spent;
     if (t.cache_hit) ++stats.cache_hits;
     stats.compile_busy_s += t.compile_ms / 1000;
+    stats.verify_s += t.verify_ms / 1000;
+    stats.bench_s += t.bench_ms / 1000;
     stats.trials = spent;
     stats.invalid_draws = strategy->invalid_draws();
-    stats.wall_s = run.stats.wall_s + seconds_since(t_start);
-    stats.gpu_idle_s = run.stats.gpu_idle_s + gpu_wait_s;
-
+    double wall = replay ? sim_now : seconds_since(t_start);
+    stats.wall_s = run.stats.wall_s + wall;
+    stats.gpu_idle_s = run.stats.gpu_idle_s +
+                       (workers.empty() && !replay ? 0 : std::max(0.0, wall * std::max<size_t>(workers.size(), 1) - gpu_busy_s));
     // Offered before recording, so the stored elites include this trial (its
     // id, unknown until the insert, is 0 in the list the store receives).
     t.seq = static_cast<int>(previous.size()) + ++recorded;
@@ -559,7 +704,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       store.set_default_trial(run.id, t.id);
     }
     store.update_stats(run.id, stats);
-
     if (!o.quiet) {
       const Trial* best = population.best();
       std::string detail;
@@ -573,21 +717,123 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
         detail = t.status == TrialStatus::compile_error ? first_error(t.error) : first_lines(t.error, 1);
         if (detail.size() > 110) detail = detail.substr(0, 107) + "...";
       }
-      out << strfmt("[%3d/%d] %-17s %s  %s%s", spent, budget, to_string(t.status).c_str(), detail.c_str(),
-                    t.config.canonical().c_str(), t.cache_hit ? "  (cached)" : "")
+      std::string dev_tag = workers.size() > 1 && t.device >= 0 ? strfmt("  [gpu %d]", t.device) : "";
+      out << strfmt("[%3d/%d] %-17s %s  %s%s%s", spent, budget, to_string(t.status).c_str(), detail.c_str(),
+                    t.config.canonical().c_str(), t.cache_hit ? "  (cached)" : "", dev_tag.c_str())
           << std::endl;
     }
-    refill();
+  };
+
+  refill();
+  while (!entries.empty() && !stop.load()) {
+    bool progressed = false;
+    for (Entry& e : entries) {
+      if (stop.load()) break;
+      if (e.trial) continue;
+      if (!e.prepared) {
+        if (e.compiled.valid() && !ready(e.compiled)) continue;
+        if (e.compiled.valid()) e.cc = e.compiled.get();
+        prepare(e);
+        progressed = true;
+        if (e.trial) continue;
+      }
+      if (e.worker < 0) {
+        auto free_w = std::find(worker_busy.begin(), worker_busy.end(), false);
+        if (free_w != worker_busy.end()) {
+          dispatch(e, static_cast<int>(free_w - worker_busy.begin()));
+          progressed = true;
+        }
+      } else if (ready(e.gpu)) {
+        finish_gpu(e);
+        progressed = true;
+      }
+    }
+    while (!entries.empty() && entries.front().trial && !stop.load()) {
+      record(entries.front());
+      entries.pop_front();
+      refill();
+      progressed = true;
+    }
+    if (!progressed) {
+      // Nothing moved: wait a little on the oldest unfinished future.
+      Entry& f = entries.front();
+      if (f.worker >= 0) f.gpu.wait_for(std::chrono::milliseconds(2));
+      else if (f.compiled.valid()) f.compiled.wait_for(std::chrono::milliseconds(2));
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   bool interrupted = stop.load();
-  // Abandon whatever is still compiling: nothing of it was measured.
+  // Abandon whatever is still in flight: nothing of it was recorded. GPU
+  // evaluations are let finish (their futures must not be dropped running).
   stop.store(true);
-  for (auto& p : inflight) p.fut.wait();
-  inflight.clear();
+  for (Entry& e : entries) {
+    if (e.compiled.valid()) e.compiled.wait();
+    if (e.gpu.valid()) e.gpu.wait();
+  }
+  entries.clear();
   stop.store(false);
 
-  stats.wall_s = run.stats.wall_s + seconds_since(t_start);
-  stats.gpu_idle_s = run.stats.gpu_idle_s + gpu_wait_s;
+  // ---- the final elites, re-timed interleaved so noise does not crown a winner
+  if (!interrupted && !workers.empty() && o.retime_rounds > 0 && population.elites().size() >= 2) {
+    std::vector<Trial> el = population.elites();
+    std::vector<Entry> staged(el.size());
+    bool ok = true;
+    for (size_t i = 0; i < el.size() && ok; ++i) {
+      staged[i].config = el[i].config;
+      staged[i].cc = compile_candidate(el[i].config);
+      prepare(staged[i]);
+      ok = !staged[i].trial;  // must pass the gates again
+    }
+    if (ok) {
+      if (!o.quiet)
+        out << "\nre-timing the " << el.size() << " elites interleaved, " << o.retime_rounds << " rounds..." << std::endl;
+      std::vector<RetimeSample> samples;
+      std::map<int64_t, std::vector<std::vector<double>>> p50s;  // trial → problem → rounds
+      for (int round = 1; round <= o.retime_rounds; ++round) {
+        for (size_t i = 0; i < el.size(); ++i) {
+          EvalRequest req = make_request(staged[i]);
+          std::fill(req.abort_us.begin(), req.abort_us.end(), 0.0);
+          auto t0 = Clock::now();
+          EvalReply rep = workers.front()->evaluate(req, time_limit());
+          gpu_busy_s += seconds_since(t0);
+          if (rep.status != TrialStatus::ok) continue;  // a flaky elite keeps its search-time result
+          auto& v = p50s[el[i].id];
+          v.resize(problems.size());
+          for (size_t p = 0; p < problems.size() && p < rep.per_problem.size(); ++p) {
+            v[p].push_back(rep.per_problem[p].p50_us);
+            samples.push_back({round, el[i].id, static_cast<int>(p), rep.per_problem[p].p50_us});
+          }
+        }
+      }
+      std::vector<std::pair<int64_t, double>> finals;
+      for (const Trial& e : el) {
+        auto it = p50s.find(e.id);
+        if (it == p50s.end()) continue;
+        std::vector<double> med;
+        for (size_t p = 0; p < problems.size(); ++p) {
+          std::vector<double> v = it->second[p];
+          v.push_back(e.per_problem[p].p50_us);  // the search's own measurement is one sample more
+          med.push_back(median(v));
+        }
+        finals.emplace_back(e.id, geomean(med));
+      }
+      auto final_of = [&](const Trial& t) {
+        for (const auto& [id, us] : finals)
+          if (id == t.id) return us;
+        return t.fitness;
+      };
+      std::stable_sort(el.begin(), el.end(), [&](const Trial& a, const Trial& b) { return final_of(a) < final_of(b); });
+      std::vector<int64_t> order;
+      for (const Trial& e : el) order.push_back(e.id);
+      store.record_retime(run.id, samples, finals, order);
+    }
+  }
+
+  const double total = replay ? sim_now : seconds_since(t_start);
+  const double n_gpus = static_cast<double>(std::max<size_t>(workers.size(), 1));
+  stats.wall_s = run.stats.wall_s + total;
+  stats.gpu_idle_s = workers.empty() && !replay ? 0 : run.stats.gpu_idle_s + std::max(0.0, total * n_gpus - gpu_busy_s);
+  const double gpu_capacity = total * n_gpus;
   std::string status = interrupted ? "interrupted" : "done";
   store.finish_run(run.id, status, stats);
 
@@ -597,15 +843,22 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   result.default_trial = default_trial;
   result.status_counts = counts;
   result.interrupted = interrupted;
+  // This session's shares (a resumed run's earlier sessions are not counted).
+  result.gpu_busy = gpu_capacity > 0 && (!workers.empty() || replay) ? std::min(1.0, gpu_busy_s / gpu_capacity) : 0;
+  result.compile_busy = total > 0 ? std::min(1.0, (stats.compile_busy_s - run.stats.compile_busy_s) / (total * threads)) : 0;
   if (!o.quiet) {
     out << "\n";
     std::vector<std::string> parts;
     for (TrialStatus s : all_statuses())
       if (counts[static_cast<size_t>(s)] > 0) parts.push_back(to_string(s) + " " + std::to_string(counts[static_cast<size_t>(s)]));
-    out << strfmt("run %lld %s: %d trials in %.1f s (%s)%s\n", static_cast<long long>(run.id), status.c_str(), spent,
-                  stats.wall_s, join(parts, ", ").c_str(), exhausted ? "; the space is exhausted" : "");
-    if (interrupted)
-      out << "resume with: evotune run --resume " << run.id << " --db " << o.db_path << "\n";
+    out << strfmt("run %lld %s: %d trials in %.1f s%s (%s)%s\n", static_cast<long long>(run.id), status.c_str(), spent,
+                  stats.wall_s, replay ? " simulated" : "", join(parts, ", ").c_str(),
+                  exhausted ? "; the space is exhausted" : "");
+    if (!workers.empty() || replay)
+      out << strfmt("time: GPU busy %.0f%% (verify %.1f s, bench %.1f s), compile pool busy %.0f%% (%.1f s over %u threads, %d cache hits), %.1f trials/min\n",
+                    100 * result.gpu_busy, stats.verify_s, stats.bench_s, 100 * result.compile_busy, stats.compile_busy_s,
+                    threads, stats.cache_hits, stats.wall_s > 0 ? spent / (stats.wall_s / 60) : 0.0);
+    if (interrupted) out << "resume with: evotune run --resume " << run.id << " --db " << o.db_path << "\n";
     if (!result.elites.empty() && !o.compile_only) {
       out << "\nelite population (top " << o.elites << "):\n";
       print_elites(out, result.run, result.elites, default_trial, &spec);

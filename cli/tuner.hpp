@@ -33,6 +33,10 @@ struct TuneOptions {
   double compile_timeout_s = 300;      // a compile that takes longer is cut off
   bool isolate_compiles = true;        // NVRTC in child processes (false: threads of this one)
   int device = 0;
+  std::vector<int> gpus;               // one worker per GPU; empty: {device}
+  std::string replay_path;             // evaluate from a dataset instead of a GPU
+  bool replay_warm_cache = false;      // replay: charge no compile time (a warm compile cache)
+  int retime_rounds = 3;               // final interleaved re-timing of the elites (0: none)
   double timeout_floor_s = 20;         // a trial's time limit is at least this...
   double timeout_factor = 20;          // ...or this many times the best trial's GPU time
   double abort_factor = 3;             // stop timing once p50 > factor × the best's p50
@@ -48,6 +52,8 @@ struct TuneOptions {
 
 struct TuneResult {
   RunInfo run;
+  double gpu_busy = 0;                 // fraction of wall time × GPUs spent verifying and timing
+  double compile_busy = 0;             // fraction of wall time × compile slots spent compiling
   std::vector<Trial> elites;
   std::optional<Trial> default_trial;
   std::vector<int> status_counts;      // by TrialStatus

@@ -21,14 +21,17 @@ __device__ __forceinline__ float unit_float(unsigned long long h) {  // (0, 1]
   return ((h >> 40) + 1) * (1.0f / 16777216.0f);
 }
 
-__device__ __forceinline__ void store_elem(void* p, long long i, int elem, float v, unsigned long long h) {
+// Unsigned buffers get random bits for normal/uniform, and exactly 0 or 1
+// for zero/ones (counters and flags must start at zero).
+__device__ __forceinline__ void store_elem(void* p, long long i, int elem, int init, float v, unsigned long long h) {
+  const bool random_bits = init == 0 || init == 1;
   switch (elem) {
     case 1: reinterpret_cast<__half*>(p)[i] = __float2half_rn(v); break;
     case 2: reinterpret_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
     case 3: reinterpret_cast<float*>(p)[i] = v; break;
     case 4: reinterpret_cast<int*>(p)[i] = __float2int_rn(v); break;
-    case 5: reinterpret_cast<unsigned*>(p)[i] = static_cast<unsigned>(h); break;
-    case 6: reinterpret_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(h); break;
+    case 5: reinterpret_cast<unsigned*>(p)[i] = random_bits ? static_cast<unsigned>(h) : static_cast<unsigned>(v); break;
+    case 6: reinterpret_cast<unsigned char*>(p)[i] = random_bits ? static_cast<unsigned char>(h) : static_cast<unsigned char>(v); break;
   }
 }
 
@@ -42,7 +45,7 @@ extern "C" __global__ void evotune_fill(void* p, long long n, int elem, int init
     else if (init == 3) v = 1.0f;
     else if (init == 1) v = (2.0f * unit_float(h1) - 1.0f) * scale;
     else v = sqrtf(-2.0f * logf(unit_float(h1))) * cospif(2.0f * unit_float(h2)) * scale;
-    store_elem(p, i, elem, v, h2);
+    store_elem(p, i, elem, init, v, h2);
   }
 }
 

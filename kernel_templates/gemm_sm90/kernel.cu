@@ -153,7 +153,7 @@ constexpr int kEmptyArrivals = (kPingPong ? 1 : kCWG) * (CLUSTER_M + CLUSTER_N -
 // run at most STAGES-2 k-tiles ahead of its announcements without deadlock.
 constexpr int kLag = STAGES - 2;
 // A producer warpgroup runs on 24-40 registers: no unrolling of its copy loops.
-constexpr int kFillUnroll = PRODUCER ? 1 : 4;
+constexpr int kFillUnroll = PRODUCER ? 1 : 2;
 
 // Named barrier ids (0 is __syncthreads).
 constexpr int kBarConsumers = 1;  // all consumer threads (cooperative split-K)
@@ -174,8 +174,6 @@ static_assert(CLUSTER_M >= 1 && CLUSTER_M <= 2 && CLUSTER_N >= 1 && CLUSTER_N <=
 static_assert(CLUSTER_M * CLUSTER_N <= 2, "clusters of at most 2 CTAs");
 static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && (BLOCK_K / CLUSTER_M) % 8 == 0, "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
-static_assert(16 * STAGES + 16 + 16 * 4 <= 256, "barriers, flags and the schedule fit the 256-byte area");
-
 
 // Where this launch's work comes from: tiles, K split, grid of clusters.
 struct Sched {
@@ -188,6 +186,10 @@ struct Sched {
   int cluster, clusters; // this cluster, clusters in the grid
   int rank_m, rank_n;    // this CTA's position in its cluster
 };
+
+// Shared-memory area after the stages and staging tiles: STAGES full and
+// STAGES empty mbarriers, two split-K flags (16 bytes), the Sched.
+static_assert(16 * STAGES + 16 + sizeof(Sched) <= 256, "barriers, flags and the schedule fit the 256-byte area");
 
 struct Unit {
   int tile_m, tile_n, split;
@@ -325,31 +327,23 @@ __device__ __forceinline__ int piece_bytes(int stride) {
 
 // ------------------------------------------------------------ producer
 
+// Matrix sizes, pointers and flags come straight from the kernel parameters
+// (constant bank) so that a 24-register producer warpgroup need not hold them.
 __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
                                          const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
-                                         unsigned smem, unsigned full0, unsigned empty0, bool tma_a, bool tma_b,
-                                         int ptid) {
+                                         int M, int N, int K, unsigned smem, bool tma_a, bool tma_b, int ptid) {
   using namespace evotune_sm90;
+  const unsigned full0 = smem + kBarOffset, empty0 = full0 + 8 * STAGES;
   const bool fallback = !tma_a || !tma_b;
   const bool leader = ptid == 0;
   if (!fallback && !leader) return;  // pure TMA: one thread issues everything
-  const unsigned tx = (tma_a ? (unsigned)kStageBytesA : 0u) + (tma_b ? (unsigned)kStageBytesB : 0u);
-  const int wa = piece_bytes(s.K), wb = piece_bytes(s.N);
-  // Multicast masks: A goes to the CTAs of this cluster row (same rank_m),
-  // B to those of this cluster column (same rank_n). Rank = rank_m + CLUSTER_M * rank_n.
-  unsigned short mask_a = 0, mask_b = 0;
-#pragma unroll
-  for (int j = 0; j < CLUSTER_N; ++j) mask_a |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
-#pragma unroll
-  for (int i = 0; i < CLUSTER_M; ++i) mask_b |= (unsigned short)(1u << (i + CLUSTER_M * s.rank_n));
   if (leader) {
     if (tma_a) tma_prefetch_desc(tm_a);
     if (tma_b) tma_prefetch_desc(tm_b);
   }
 
-  Ring ring;      // stage being filled
-  Ring lag;       // oldest stage whose fallback copies are not yet announced
-  int issued = 0; // k-tiles issued so far (for the fallback lag)
+  Ring ring;       // stage being filled
+  int issued = 0;  // k-tiles issued so far (for the fallback lag)
   for (int i = 0;; ++i) {
     const int u = s.cluster + i * s.clusters;
     if (u >= s.units) break;
@@ -361,38 +355,46 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
       const unsigned a_dst = smem + ring.stage * kStageBytes;
       const unsigned b_dst = a_dst + kStageBytesA;
       mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1u);  // every reader (in every CTA) released it
-      if (leader && tx) {
-        mbar_arrive_expect_tx(full, tx);
+      if (leader && (tma_a || tma_b)) {
+        mbar_arrive_expect_tx(full, (tma_a ? (unsigned)kStageBytesA : 0u) + (tma_b ? (unsigned)kStageBytesB : 0u));
         if (tma_a) {
-          // This CTA's slice of the A tile: rows rank_n * BLOCK_M/CLUSTER_N.
+          // This CTA's slice of the A tile, rows rank_n * BLOCK_M/CLUSTER_N on,
+          // to the CTAs of its cluster row (rank = rank_m + CLUSTER_M * rank_n).
           constexpr int kRows = BLOCK_M / CLUSTER_N;
 #pragma unroll
           for (int sub = 0; sub < BLOCK_K / 64; ++sub) {
-            const unsigned dst = a_dst + sub * kSubBytesA + s.rank_n * kRows * 128;
-            if constexpr (CLUSTER_N > 1)
-              tma_load_2d_multicast(dst, tm_a, k0 + sub * 64, m0 + s.rank_n * kRows, full, mask_a);
-            else
-              tma_load_2d(dst, tm_a, k0 + sub * 64, m0, full);
+            if constexpr (CLUSTER_N > 1) {
+              unsigned short mask = 0;
+#pragma unroll
+              for (int j = 0; j < CLUSTER_N; ++j) mask |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
+              tma_load_2d_multicast(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
+                                    m0 + s.rank_n * kRows, full, mask);
+            } else {
+              tma_load_2d(a_dst + sub * kSubBytesA, tm_a, k0 + sub * 64, m0, full);
+            }
           }
         }
         if (tma_b) {
-          // This CTA's slice of every B box: k-rows rank_m * BLOCK_K/CLUSTER_M.
+          // This CTA's k-row slice of every B box, to its cluster column.
           constexpr int kRows = BLOCK_K / CLUSTER_M;
 #pragma unroll
           for (int box = 0; box < kNBoxes; ++box) {
-            const unsigned dst = b_dst + box * kBoxBytesB + s.rank_m * kRows * 128;
-            if constexpr (CLUSTER_M > 1)
-              tma_load_2d_multicast(dst, tm_b, n0 + box * 64, k0 + s.rank_m * kRows, full, mask_b);
-            else
-              tma_load_2d(dst, tm_b, n0 + box * 64, k0, full);
+            if constexpr (CLUSTER_M > 1) {
+              unsigned short mask = 0;
+#pragma unroll
+              for (int j = 0; j < CLUSTER_M; ++j) mask |= (unsigned short)(1u << (j + CLUSTER_M * s.rank_n));
+              tma_load_2d_multicast(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
+                                    k0 + s.rank_m * kRows, full, mask);
+            } else {
+              tma_load_2d(b_dst + box * kBoxBytesB, tm_b, n0 + box * 64, k0, full);
+            }
           }
         }
       }
       if (fallback) {
         // Whole tiles of the non-TMA operands, this CTA only (no multicast).
-        const int M = s.M, N = s.N, K = s.K;
         if (!tma_a) {
-          switch (wa) {
+          switch (piece_bytes(K)) {
             case 16: fill_a<16>(a_dst, A, M, K, m0, k0, ptid); break;
             case 8: fill_a<8>(a_dst, A, M, K, m0, k0, ptid); break;
             case 4: fill_a<4>(a_dst, A, M, K, m0, k0, ptid); break;
@@ -400,7 +402,7 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
           }
         }
         if (!tma_b) {
-          switch (wb) {
+          switch (piece_bytes(N)) {
             case 16: fill_b<16>(b_dst, B, N, K, n0, k0, ptid); break;
             case 8: fill_b<8>(b_dst, B, N, K, n0, k0, ptid); break;
             case 4: fill_b<4>(b_dst, B, N, K, n0, k0, ptid); break;
@@ -409,24 +411,23 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
         }
         evotune_ptx::cp_async_commit();
         if (++issued > kLag) {
-          // The copies of k-tile issued-1-kLag have landed: make them visible
-          // to the tensor cores' async proxy, then count this thread in.
+          // The copies of k-tile issued-1-kLag (kLag stages back) have landed:
+          // make them visible to the tensor cores' async proxy, then count
+          // this thread in.
           evotune_ptx::cp_async_wait<kLag>();
           fence_proxy_async();
-          mbar_arrive(full0 + 8 * lag.stage);
-          lag.next();
+          mbar_arrive(full0 + 8 * (ring.stage >= kLag ? ring.stage - kLag : ring.stage + STAGES - kLag));
         }
       }
       ring.next();
     }
   }
   if (fallback) {
+    // Announce the last min(issued, kLag) k-tiles, oldest first.
     evotune_ptx::cp_async_wait_all();
     fence_proxy_async();
-    for (int j = 0; j < min(issued, kLag); ++j) {
-      mbar_arrive(full0 + 8 * lag.stage);
-      lag.next();
-    }
+    for (int j = min(issued, kLag); j > 0; --j)
+      mbar_arrive(full0 + 8 * (ring.stage >= j ? ring.stage - j : ring.stage + STAGES - j));
   }
 }
 
@@ -761,7 +762,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   const int wg = threadIdx.x >> 7;
   if (wg == kCWG) {
     if constexpr (PRODUCER == 1) setmaxnreg_dec<kRegProducer>();
-    producer(s, &tm_a, &tm_b, A, B, smem, full0, empty0, tma_a, tma_b, (int)threadIdx.x - kConsumerThreads);
+    producer(s, &tm_a, &tm_b, A, B, M, N, K, smem, use_tma_a != 0, use_tma_b != 0, (int)threadIdx.x - kConsumerThreads);
     if constexpr (kCS > 1) {
       __syncwarp();
       cluster_sync();  // no CTA exits while a peer may still arrive on its barriers

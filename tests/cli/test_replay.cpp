@@ -1,0 +1,231 @@
+// The whole tuning loop without a GPU: replay from a dataset (here a
+// synthetic one over the real gemm space, written by the test), determinism
+// end to end, and resume after kill -9 at random moments.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "core/strings.hpp"
+#include "kernel_templates/registry.hpp"
+#include "search/space.hpp"
+#include "store/dataset.hpp"
+#include "store/store.hpp"
+#include "tests/catch.hpp"
+#include "tests/paths.hpp"
+
+extern char** environ;
+
+using namespace evotune;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("evotune_replay_" + std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Every valid gemm config at 1024^3 with a smooth made-up latency (a bowl
+// around one config) and a few failures, as if a sweep had measured them.
+std::string write_synthetic_dataset(const fs::path& dir) {
+  KernelSpec spec = load_kernel("gemm");
+  Problem p = spec.parse_problem("1024,1024,1024", Dtype::fp16);
+  SearchSpace space(spec, {p}, DeviceTraits::for_arch(90));
+  const auto* valid = space.enumerate_valid();
+  REQUIRE(valid);
+  RunInfo run;
+  run.kernel = spec.name;
+  run.spec_hash = spec.content_hash();
+  run.problems = {p};
+  run.dtype = "fp16";
+  run.device.name = "synthetic";
+  run.device.cc = 90;
+  run.device.num_sms = 132;
+  run.device.arch = "sm_90";
+  std::vector<Trial> trials;
+  std::mt19937_64 rng(7);
+  for (const Config& c : *valid) {
+    Trial t;
+    t.config = c;
+    t.compile_ms = 1500 + static_cast<double>(rng() % 1000);
+    double d = 0;
+    for (size_t i = 0; i < spec.params.size(); ++i) {
+      double x = static_cast<double>(space.value_index(c, i));
+      double target = static_cast<double>(spec.params[i].values.size()) / 2.0;
+      d += (x - target) * (x - target);
+    }
+    if (rng() % 29 == 0) {
+      t.status = TrialStatus::compile_error;
+      t.error = "synthetic compile error";
+    } else if (rng() % 31 == 0) {
+      t.status = TrialStatus::incorrect;
+      t.error = "synthetic verification failure";
+      t.verify_ms = 3;
+    } else {
+      Measurement m;
+      m.p50_us = 20 + 3 * d;
+      m.samples = 50;
+      t.per_problem = {m};
+      t.fitness = m.p50_us;
+      t.verify_ms = 3;
+      t.bench_ms = 30;
+    }
+    trials.push_back(t);
+  }
+  fs::path out = dir / "synthetic.json";
+  std::ofstream(out) << write_dataset(run, trials, "synthetic");
+  return out.string();
+}
+
+int run_cli(const std::vector<std::string>& args, std::string* output = nullptr) {
+  std::string cmd = evotune_test::binary();
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  if (output) *output = out;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::vector<std::string> configs_of(const std::string& db, int64_t run) {
+  Store s = Store::open(db, Store::Mode::read_only);
+  std::vector<std::string> out;
+  for (const Trial& t : s.trials(run)) out.push_back(t.config.canonical() + "=" + to_string(t.status));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a replayed run records the dataset's results and is deterministic for a seed", "[replay]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "r.db").string();
+  std::string log;
+  REQUIRE(run_cli({"--db", db, "run", "--replay", data, "--budget", "60", "--seed", "3", "-j", "4"}, &log) == 0);
+  INFO(log);
+  CHECK(log.find("simulated") != std::string::npos);
+  CHECK(log.find("trials/min") != std::string::npos);
+  REQUIRE(run_cli({"--db", db, "run", "--replay", data, "--budget", "60", "--seed", "3", "-j", "4"}) == 0);
+  REQUIRE(run_cli({"--db", db, "run", "--replay", data, "--budget", "60", "--seed", "4", "-j", "4"}) == 0);
+  auto a = configs_of(db, 1), b = configs_of(db, 2), c = configs_of(db, 3);
+  CHECK(a.size() == 60);
+  CHECK(a == b);
+  CHECK(a != c);
+  // The stored trials carry the dataset's measurements.
+  Dataset d = read_dataset(data);
+  Store s = Store::open(db, Store::Mode::read_only);
+  for (const Trial& tr : s.trials(1)) {
+    const Trial* rec = d.find(tr.config);
+    REQUIRE(rec);
+    CHECK(tr.status == rec->status);
+    CHECK(tr.fitness == Approx(rec->fitness));
+  }
+  RunInfo r = *s.run(1);
+  CHECK(r.stats.wall_s > 0);  // the simulated clock
+  CHECK(r.status == "done");
+}
+
+TEST_CASE("kill -9 at random moments: resume loses and duplicates nothing", "[replay][resume]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "k.db").string();
+  const int budget = 1200;
+  std::mt19937 rng(12345);
+  int kills = 0;
+  size_t last_count = 0;
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    std::vector<std::string> args = {evotune_test::binary(), "--db", db, "run", "-q", "-j", "2"};
+    if (fs::exists(db) && Store::open(db, Store::Mode::read_only).last_run_id() > 0) {
+      args.insert(args.end(), {"--resume", "1"});
+    } else {
+      args.insert(args.end(), {"--replay", data, "--budget", std::to_string(budget), "--seed", "9"});
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
+    posix_spawn_file_actions_destroy(&fa);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      ++kills;
+    }
+    ::waitpid(pid, &status, 0);
+    if (!fs::exists(db)) continue;
+    Store s = Store::open(db, Store::Mode::read_only);
+    if (s.last_run_id() == 0) continue;
+    std::vector<Trial> trials = s.trials(1);
+    // Nothing committed is ever lost, and seqs stay 1..n.
+    CHECK(trials.size() >= last_count);
+    last_count = trials.size();
+    for (size_t i = 0; i < trials.size(); ++i) CHECK(trials[i].seq == static_cast<int>(i + 1));
+    if (s.run(1)->status == "done") break;
+  }
+  INFO(kills << " kills");
+  CHECK(kills >= 3);
+  // Finish whatever is left.
+  std::string log;
+  int rc = run_cli({"--db", db, "run", "-q", "--resume", "1"}, &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  Store s = Store::open(db, Store::Mode::read_only);
+  RunInfo r = *s.run(1);
+  CHECK(r.status == "done");
+  std::vector<Trial> trials = s.trials(1);
+  int spent = 0;
+  std::set<std::string> seen;
+  for (const Trial& tr : trials) {
+    CHECK(seen.insert(tr.config.canonical()).second);  // no duplicates
+    spent += tr.status != TrialStatus::invalid;
+  }
+  CHECK(spent == budget);  // exactly the budget: nothing lost, nothing extra
+  // The stored population is the top K of the ok trials.
+  std::vector<Trial> ok = s.trials(1, TrialStatus::ok);
+  std::stable_sort(ok.begin(), ok.end(), [](const Trial& a, const Trial& b) { return a.fitness < b.fitness; });
+  std::vector<Trial> elites = s.elites(1);
+  REQUIRE(elites.size() == std::min<size_t>(6, ok.size()));
+  for (size_t i = 0; i < elites.size(); ++i) CHECK(elites[i].fitness == Approx(ok[i].fitness));
+}
+
+TEST_CASE("replay refuses what it cannot honour", "[replay]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "x.db").string();
+  std::string out;
+  CHECK(run_cli({"--db", db, "run", "--replay", (t.path / "none.json").string()}, &out) == 2);
+  CHECK(out.find("cannot read dataset") != std::string::npos);
+  std::ofstream(t.path / "bad.json") << "{\"hello\": 1}";
+  CHECK(run_cli({"--db", db, "run", "--replay", (t.path / "bad.json").string()}, &out) == 2);
+  CHECK(out.find("not an evotune dataset") != std::string::npos);
+  CHECK(run_cli({"--db", db, "run", "--replay", data, "--kernel", "sdpa_fwd"}, &out) == 2);
+  CHECK(out.find("holds kernel gemm") != std::string::npos);
+  CHECK(run_cli({"--db", db, "run", "--replay", data, "--shape", "2048,2048,2048"}, &out) == 2);
+  CHECK(out.find("no measurements") != std::string::npos);
+  CHECK_FALSE(fs::exists(db));
+}
