@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <csignal>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -16,6 +18,16 @@
 extern char** environ;
 
 namespace evotune {
+
+void exit_with_parent() {
+  pid_t parent = ::getppid();
+  std::thread([parent] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      if (::getppid() != parent) std::_Exit(0);
+    }
+  }).detach();
+}
 
 void ChildProcess::spawn(const std::string& exe, const std::vector<std::string>& args) {
   kill();

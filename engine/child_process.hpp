@@ -12,6 +12,12 @@
 
 namespace evotune {
 
+// In the child: exits the process when the parent that started it is gone
+// (so a worker stuck in a hung kernel does not outlive the tuner). A thread
+// polls the parent id; PR_SET_PDEATHSIG would fire when the spawning
+// *thread* ends, which is not what a pool of threads wants.
+void exit_with_parent();
+
 class ChildProcess {
  public:
   ChildProcess() = default;

@@ -1,12 +1,12 @@
 #include "engine/compile_service.hpp"
 
-#include <sys/prctl.h>
 
 #include <chrono>
 #include <csignal>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "engine/child_process.hpp"
 #include "core/strings.hpp"
 #include "engine/compile_cache.hpp"
 
@@ -72,7 +72,10 @@ CompileResult CompileService::compile(const CompileRequest& req) {
   CompileResult res;
   auto t0 = std::chrono::steady_clock::now();
   try {
-    if (!child.running()) child.spawn(exe_, {"compile-worker", "--in-fd", "3", "--out-fd", "4"});
+    if (!child.running()) {
+      child.spawn(exe_, {"compile-worker", "--in-fd", "3", "--out-fd", "4"});
+      ++spawns_;
+    }
     Message rep;
     ReadStatus rs = child.request(encode(req), rep, static_cast<int>(timeout_s_ * 1000));
     if (rs == ReadStatus::ok && rep.header.value("type", "") == "compiled") {
@@ -107,7 +110,7 @@ CompileResult CompileService::compile(const CompileRequest& req) {
 }
 
 int compile_worker_main(int in_fd, int out_fd) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  exit_with_parent();
   std::signal(SIGPIPE, SIG_IGN);
   CompileCache::global().set_enabled(false);  // the tuner caches
   for (;;) {

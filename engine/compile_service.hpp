@@ -5,6 +5,7 @@
 // consulted here, in the tuner, so cache hits cost no process round trip.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,7 @@ class CompileService {
   CompileResult compile(const CompileRequest& req);
   unsigned processes() const { return static_cast<unsigned>(slots_.size()); }
   bool isolated() const { return !exe_.empty(); }
+  int spawns() const { return spawns_.load(); }  // compiler processes started so far
 
  private:
   std::string exe_;
@@ -36,6 +38,7 @@ class CompileService {
   std::vector<size_t> free_;
   std::mutex mu_;
   std::condition_variable cv_;
+  std::atomic<int> spawns_{0};
 };
 
 // The compile-worker process: compiles requests until EOF.

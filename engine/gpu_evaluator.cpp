@@ -206,7 +206,9 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
     CUfunction fn = ref_modules[static_cast<size_t>(ref.cubin - 1)].function(ref.entry);
     std::string geo = geometry_problem(ref.dims);
     if (!geo.empty()) throw EngineError("reference launch on " + ps.label + ": " + geo);
-    if (ref.dims.smem > 48 * 1024)
+    // Always opt in: 48 KiB of dynamic shared memory is the default limit
+    // only for kernels without static shared memory.
+    if (ref.dims.smem > 0)
       cuda::check(cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                   static_cast<int>(ref.dims.smem)),
                   "reference: raising the dynamic shared memory limit");
@@ -357,7 +359,7 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
     } catch (const EngineError& e) {
       return fail(TrialStatus::launch_error, e.what(), false);
     }
-    if (lp.dims.smem > 48 * 1024) {
+    if (lp.dims.smem > 0) {  // opt in always: static shared memory lowers the default 48 KiB
       CUresult r = cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                    static_cast<int>(lp.dims.smem));
       if (r != CUDA_SUCCESS)

@@ -1,7 +1,6 @@
 #include "engine/worker.hpp"
 
 #include <poll.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "engine/child_process.hpp"
 #include "engine/gpu_evaluator.hpp"
 #include "engine/plan.hpp"
 
@@ -94,8 +94,7 @@ ReadStatus read_message(int fd, Message& m, int timeout_ms) {
 }
 
 int worker_main(int in_fd, int out_fd) {
-  // Die with the tuner: an orphaned worker would hold the GPU.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  exit_with_parent();  // an orphaned worker would hold the GPU
   std::signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<GpuSession> session;
   for (;;) {

@@ -742,6 +742,11 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   const bool tma_a = use_tma_a != 0, tma_b = use_tma_b != 0;
 
   if (threadIdx.x == 0) {
+    // The spec's smem expression must match this layout: fail loudly, never
+    // write past the allocation.
+    unsigned dyn;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(dyn));
+    if (dyn < (unsigned)kSmemBytes) __trap();
     *sched = make_sched(M, N, K);
     // Full: one expect_tx arrival when any operand comes by TMA, plus one per
     // producer thread when any operand falls back to thread copies.

@@ -5,6 +5,7 @@
 
 #include "core/spec.hpp"
 #include <chrono>
+#include <thread>
 
 #include "engine/compile_cache.hpp"
 #include "engine/compile_service.hpp"
@@ -248,4 +249,18 @@ extern "C" __global__ void slow(float* x) { x[threadIdx.x] = Steps<(1 << 18)>::r
   CHECK_FALSE(service.compile(slow).cache_hit);  // a cut-off compile is not cached as a result
   // The pool recovers: the next compile works.
   CHECK(service.compile(tiny("sm_80", 6)).ok);
+}
+
+TEST_CASE("a compiler process outlives the thread that started it", "[compile][isolation]") {
+  TempCache cache;
+  CompileCache::global().set_enabled(false);
+  CompileService service(evotune_test::binary(), 1, 60.0);
+  CompileResult first;
+  std::thread([&] { first = service.compile(tiny("sm_90a", 7)); }).join();
+  REQUIRE(first.ok);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past the child's parent check
+  CompileResult second = service.compile(tiny("sm_90a", 8));
+  INFO(second.log);
+  CHECK(second.ok);
+  CHECK(service.spawns() == 1);  // the same process served both
 }
