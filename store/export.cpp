@@ -600,7 +600,7 @@ std::string export_header(const ExportInput& in) {
     std::string base = sanitize(a.name);
     int eb = elem_bytes(a.elem, dtype);
     std::string what = to_string(a.role) + " buffer " + a.name + " (" + to_string(resolve_elem(a.elem, dtype)) +
-                       (a.role == ArgRole::scratch ? ", zero-filled before each launch" : "") + ")";
+                       (a.role == ArgRole::scratch ? ", zero-filled once before first use; the kernel leaves it zeroed" : "") + ")";
     hw.function(base + "_count", a.count, what + ", elements");
     hw.function(base + "_bytes", a.count, what + ", bytes", eb);
   }

@@ -17,9 +17,10 @@
 //    operand's row stride is a multiple of 16 bytes (use_tma_a: K % 8 == 0,
 //    use_tma_b: N % 8 == 0). Otherwise that operand falls back to the producer
 //    threads copying it with cp.async (16/8/4 bytes, whatever the row stride
-//    allows; 2-byte loads for odd strides) into the same swizzled layout, with
-//    zero fill outside the matrix; those threads wait for their copies, fence
-//    the async proxy and arrive on the full barrier STAGES-2 k-tiles later.
+//    allows; for odd strides 2-byte loads packed into 16-byte shared stores)
+//    into the same swizzled layout, with zero fill outside the matrix; those
+//    threads wait for their copies, fence the async proxy and arrive on the
+//    full barrier STAGES-2 k-tiles later.
 //  * Math. Each consumer warpgroup waits on the full barrier, issues
 //    wgmma.mma_async m64nBLOCK_Nk16 (A and B straight from shared memory via
 //    descriptors, B transposed: it is N-major) for its 64 or 128 rows, keeps one
@@ -256,27 +257,40 @@ struct Ring {
 
 // ------------------------------------------------------------ fallback loads
 
-// Copies one W-byte piece global → shared; invalid pieces become zeros without
-// reading global memory.
-template <int W>
-__device__ __forceinline__ void copy_piece(unsigned dst, const evotune_elem_t* src, bool valid) {
-  if constexpr (W == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16u : 0u)
+// Copies one W-byte piece global → shared. `avail` counts the piece's elements
+// inside the matrix (<= 0: none); pieces outside become zeros without reading
+// global memory. cp.async pieces lie wholly inside or outside (the row stride
+// is a multiple of their width). ELEM: odd strides, where no two elements share
+// an aligned word: 8 predicated 2-byte loads (independent, so in flight
+// together) packed into one 16-byte shared store.
+template <int W, bool ELEM>
+__device__ __forceinline__ void copy_piece(unsigned dst, const evotune_elem_t* src, int avail) {
+  if constexpr (ELEM) {
+    static_assert(W == 16, "element pieces fill 16-byte chunks");
+    const unsigned short* p = reinterpret_cast<const unsigned short*>(src);
+    unsigned w[4];
+#pragma unroll
+    for (int e = 0; e < 8; e += 2) {
+      const unsigned lo = e < avail ? (unsigned)__ldg(p + e) : 0u;
+      const unsigned hi = e + 1 < avail ? (unsigned)__ldg(p + e + 1) : 0u;
+      w[e / 2] = lo | (hi << 16);
+    }
+    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(dst), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                  : "memory");
-  } else if constexpr (W == 8 || W == 4) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(W),
-                 "r"(valid ? (unsigned)W : 0u)
+  } else if constexpr (W == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(avail > 0 ? 16u : 0u)
                  : "memory");
   } else {
-    unsigned short v = 0;
-    if (valid) v = __ldg(reinterpret_cast<const unsigned short*>(src));
-    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(dst), "h"(v) : "memory");
+    static_assert(W == 8 || W == 4, "cp.async widths");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(W),
+                 "r"(avail > 0 ? (unsigned)W : 0u)
+                 : "memory");
   }
 }
 
 // A tile (rows m0.., k0..k0+BLOCK_K) into the stage's A region, W-byte pieces,
 // thread `ptid` of kProducerThreads. Same swizzled placement as TMA.
-template <int W>
+template <int W, bool ELEM = false>
 __device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __restrict__ A, int M, int K, int m0,
                                        int k0, int ptid) {
   constexpr int kPPR = 128 / W;  // pieces per 128-byte row
@@ -292,13 +306,13 @@ __device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __r
         dst_a + sub * kSubBytesA + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
     const int m = m0 + row;
     const int k = k0 + sub * 64 + (byte >> 1);
-    const bool valid = m < M && k < K;
-    copy_piece<W>(dst, valid ? A + (long long)m * K + k : A, valid);
+    const int avail = m < M ? K - k : 0;
+    copy_piece<W, ELEM>(dst, avail > 0 ? A + (long long)m * K + k : A, avail);
   }
 }
 
 // B tile (k0..k0+BLOCK_K rows, columns n0..) into the stage's B region.
-template <int W>
+template <int W, bool ELEM = false>
 __device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __restrict__ B, int N, int K, int n0,
                                        int k0, int ptid) {
   constexpr int kPPR = 128 / W;
@@ -314,8 +328,8 @@ __device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __r
         dst_b + box * kBoxBytesB + kr * 128 + ((((byte >> 4) ^ (kr & 7)) << 4) | (byte & 15));
     const int k = k0 + kr;
     const int n = n0 + box * 64 + (byte >> 1);
-    const bool valid = k < K && n < N;
-    copy_piece<W>(dst, valid ? B + (long long)k * N + n : B, valid);
+    const int avail = k < K ? N - n : 0;
+    copy_piece<W, ELEM>(dst, avail > 0 ? B + (long long)k * N + n : B, avail);
   }
 }
 
@@ -398,7 +412,7 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
             case 16: fill_a<16>(a_dst, A, M, K, m0, k0, ptid); break;
             case 8: fill_a<8>(a_dst, A, M, K, m0, k0, ptid); break;
             case 4: fill_a<4>(a_dst, A, M, K, m0, k0, ptid); break;
-            default: fill_a<2>(a_dst, A, M, K, m0, k0, ptid); break;
+            default: fill_a<16, true>(a_dst, A, M, K, m0, k0, ptid); break;
           }
         }
         if (!tma_b) {
@@ -406,7 +420,7 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
             case 16: fill_b<16>(b_dst, B, N, K, n0, k0, ptid); break;
             case 8: fill_b<8>(b_dst, B, N, K, n0, k0, ptid); break;
             case 4: fill_b<4>(b_dst, B, N, K, n0, k0, ptid); break;
-            default: fill_b<2>(b_dst, B, N, K, n0, k0, ptid); break;
+            default: fill_b<16, true>(b_dst, B, N, K, n0, k0, ptid); break;
           }
         }
         evotune_ptx::cp_async_commit();
