@@ -7,7 +7,9 @@
 #include <cmath>
 #include <deque>
 #include <filesystem>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -49,6 +51,34 @@ std::string self_exe() {
   return ec ? std::string("evotune") : p.string();
 }
 
+// Wakes the tuning loop when a compile or a GPU evaluation finishes. Tasks
+// fulfil their promise first and signal second, so a woken loop always finds
+// the result ready.
+class Wakeup {
+ public:
+  void notify() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++events_;
+    }
+    cv_.notify_all();
+  }
+  uint64_t events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  // Returns when something happened after `seen` (or after a safety timeout).
+  void wait(uint64_t seen) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return events_ != seen; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t events_ = 0;
+};
+
 template <typename T>
 bool ready(const std::future<T>& f) {
   return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -74,6 +104,7 @@ struct Entry {
   CompiledCandidate cc;
   std::vector<LaunchPlan> launches;
   std::future<EvalReply> gpu;
+  std::future<void> gpu_task;                  // the thread running the evaluation
   int worker = -1;
   Clock::time_point gpu_start;
   std::optional<Trial> trial;                  // finished
@@ -362,6 +393,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
                                            : std::max(1u, std::thread::hardware_concurrency());
   const std::string exe = o.worker_exe.empty() ? self_exe() : o.worker_exe;
   CompileService compiler(o.isolate_compiles && !replay ? exe : std::string(), threads, o.compile_timeout_s);
+  Wakeup wake;  // before the pool: its tasks signal it until the pool is joined
   ThreadPool pool(threads);
   const int window = o.window > 0 ? o.window : static_cast<int>(std::max(4u, 2 * threads));
   Planner planner(spec, dev);
@@ -586,8 +618,15 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     worker_busy[static_cast<size_t>(w)] = true;
     e.gpu_start = Clock::now();
     WorkerClient* client = workers[static_cast<size_t>(w)].get();
-    e.gpu = std::async(std::launch::async, [client, req = make_request(e), limit = time_limit()] {
-      return client->evaluate(req, limit);
+    auto done = std::make_shared<std::promise<EvalReply>>();
+    e.gpu = done->get_future();
+    e.gpu_task = std::async(std::launch::async, [client, done, &wake, req = make_request(e), limit = time_limit()] {
+      try {
+        done->set_value(client->evaluate(req, limit));
+      } catch (...) {
+        done->set_exception(std::current_exception());
+      }
+      wake.notify();
     });
   };
   auto finish_gpu = [&](Entry& e) {
@@ -667,7 +706,18 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
         e.config = *c;
       }
       if (!e.invalid) ++proposed;
-      if (!e.invalid && !replay) e.compiled = pool.submit([cfg = e.config, &compile_candidate] { return compile_candidate(cfg); });
+      if (!e.invalid && !replay) {
+        auto done = std::make_shared<std::promise<CompiledCandidate>>();
+        e.compiled = done->get_future();
+        pool.submit([done, cfg = e.config, &compile_candidate, &wake] {
+          try {
+            done->set_value(compile_candidate(cfg));
+          } catch (...) {
+            done->set_exception(std::current_exception());
+          }
+          wake.notify();
+        });
+      }
       entries.push_back(std::move(e));
     }
   };
@@ -726,6 +776,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
 
   refill();
   while (!entries.empty() && !stop.load()) {
+    const uint64_t seen = wake.events();
     bool progressed = false;
     for (Entry& e : entries) {
       if (stop.load()) break;
@@ -754,13 +805,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       refill();
       progressed = true;
     }
-    if (!progressed) {
-      // Nothing moved: wait a little on the oldest unfinished future.
-      Entry& f = entries.front();
-      if (f.worker >= 0) f.gpu.wait_for(std::chrono::milliseconds(2));
-      else if (f.compiled.valid()) f.compiled.wait_for(std::chrono::milliseconds(2));
-      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (!progressed) wake.wait(seen);  // until a compile or an evaluation finishes
   }
   bool interrupted = stop.load();
   // Abandon whatever is still in flight: nothing of it was recorded. GPU
@@ -768,7 +813,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   stop.store(true);
   for (Entry& e : entries) {
     if (e.compiled.valid()) e.compiled.wait();
-    if (e.gpu.valid()) e.gpu.wait();
+    if (e.gpu_task.valid()) e.gpu_task.wait();
   }
   entries.clear();
   stop.store(false);

@@ -144,11 +144,11 @@ constexpr int kEpiBytes = EPILOGUE ? (kConsumerThreads / 32) * kEpiWarpBytes : 0
 constexpr int kBarOffset = STAGES * kStageBytes + kEpiBytes;
 constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // + barriers, flags, schedule
 
-constexpr int kRegProducer = REG_SPLIT == 0 ? 40 : 24;
-constexpr int kRegConsumer = REG_SPLIT == 0 ? 232 : 240;
+[[maybe_unused]] constexpr int kRegProducer = REG_SPLIT == 0 ? 40 : 24;
+[[maybe_unused]] constexpr int kRegConsumer = REG_SPLIT == 0 ? 232 : 240;
 // Arrivals that free a stage: each consuming warpgroup, once per CTA whose
 // loads land in this CTA (same cluster row or column, this CTA included).
-constexpr int kEmptyArrivals = (kPingPong ? 1 : kCWG) * (CLUSTER_M + CLUSTER_N - 1);
+[[maybe_unused]] constexpr int kEmptyArrivals = (kPingPong ? 1 : kCWG) * (CLUSTER_M + CLUSTER_N - 1);
 // Fallback producers arrive on k-tile i's full barrier after issuing i+kLag.
 // Consumers free k-tile j only once k-tile j+1 is full, so the producer may
 // run at most STAGES-2 k-tiles ahead of its announcements without deadlock.
