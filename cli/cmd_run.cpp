@@ -42,7 +42,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--seed", opts->seed, "random seed: same seed and results, same trials");
   cmd->add_option("--strategy", opts->strategy, "search strategy")->check(CLI::IsMember({"evo", "random", "exhaustive"}));
-  cmd->add_option("--config", opts->seed_configs, "a config to evaluate first, e.g. BLOCK_M=64,BLOCK_N=64,... (repeatable)");
+  cmd->add_option("--config", opts->seed_configs, "a config to evaluate first, e.g. BLOCK_M=64,STAGES=4 (others: defaults; repeatable)");
   cmd->add_flag("--compile-only", opts->compile_only, "compile and gate configs without a GPU (needs --arch there)");
   cmd->add_option("--arch", opts->arch, "target for --compile-only, e.g. sm_90a, sm_80");
   cmd->add_option("-j,--compile-threads", opts->compile_threads, "NVRTC compile threads (default: one per core)");

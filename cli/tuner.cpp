@@ -282,8 +282,15 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     for (const auto& text : o.problems) problems.push_back(spec.parse_problem(text, dtype));
   }
   // User-given configs are parsed now: a typo must not leave a run behind.
+  // Parameters a --config leaves out take the template's defaults.
   std::vector<Config> seeds;
-  for (const auto& text : o.seed_configs) seeds.push_back(Config::parse(text));
+  for (const auto& text : o.seed_configs) {
+    Config c = Config::parse(text);
+    for (const auto& [name, value] : c.values)
+      if (!spec.find_param(name)) throw UsageError("--config " + text + ": kernel " + spec.name + " has no parameter " + name);
+    for (const auto& p : spec.params) c.values.emplace(p.name, p.default_value);
+    seeds.push_back(c);
+  }
   if (o.budget <= 0) throw UsageError("--budget must be at least 1");
   if (o.elites <= 0) throw UsageError("--elites must be at least 1");
 
@@ -398,8 +405,12 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   const int window = o.window > 0 ? o.window : static_cast<int>(std::max(4u, 2 * threads));
   Planner planner(spec, dev);
 
+  // Workers are started after the first compiles are submitted, so that
+  // preparing the problems on the GPU overlaps compiling the first configs.
   std::vector<std::unique_ptr<WorkerClient>> workers;
-  if (!gpus.empty()) {
+  auto start_workers = [&] {
+    if (gpus.empty()) return;
+
     SetupRequest setup;
     setup.seed = o.seed;
     setup.timing = o.timing;
@@ -438,7 +449,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     }
     for (auto& w : workers) starts.push_back(std::async(std::launch::async, [&w] { w->start(); }));
     for (auto& f : starts) f.get();  // rethrows a set-up failure
-  }
+  };
 
   // ---- the run record
   RunInfo run;
@@ -775,6 +786,17 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   };
 
   refill();
+  try {
+    start_workers();
+  } catch (...) {
+    // The problems could not be prepared on the GPU: nothing was measured.
+    stop.store(true);
+    for (Entry& e : entries)
+      if (e.compiled.valid()) e.compiled.wait();
+    stop.store(false);
+    store.finish_run(run.id, "failed", stats);
+    throw;
+  }
   while (!entries.empty() && !stop.load()) {
     const uint64_t seen = wake.events();
     bool progressed = false;
