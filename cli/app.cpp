@@ -1,6 +1,8 @@
 #include "cli/app.hpp"
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -95,6 +97,11 @@ int cli_main(int argc, char** argv) {
   }
 
   std::signal(SIGINT, on_sigint);
+  // Diagnostics (-v, -vv) go to stderr with timestamps; results go to stdout.
+  auto log = spdlog::stderr_color_mt("evotune");
+  log->set_pattern("[%H:%M:%S.%e] %v");
+  log->set_level(ctx.verbosity >= 2 ? spdlog::level::debug : ctx.verbosity == 1 ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_default_logger(log);
   try {
     return ctx.action ? ctx.action() : kExitOk;
   } catch (const UsageError& e) {

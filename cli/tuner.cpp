@@ -12,6 +12,7 @@
 #include <mutex>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "cli/table.hpp"
@@ -447,8 +448,10 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       setup.device = g.ordinal;
       workers.push_back(std::make_unique<WorkerClient>(exe, setup));
     }
+    spdlog::info("support and reference kernels compiled; starting {} GPU worker(s)", workers.size());
     for (auto& w : workers) starts.push_back(std::async(std::launch::async, [&w] { w->start(); }));
     for (auto& f : starts) f.get();  // rethrows a set-up failure
+    spdlog::info("GPU worker(s) ready: inputs filled, references computed ({:.0f} ms)", workers.front()->last_setup_ms());
   };
 
   // ---- the run record
@@ -625,6 +628,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   std::vector<bool> worker_busy(workers.size(), false);
   double gpu_busy_s = 0;
   auto dispatch = [&](Entry& e, int w) {
+    spdlog::debug("GPU {}: evaluating {}", w, e.config.canonical());
     e.worker = w;
     worker_busy[static_cast<size_t>(w)] = true;
     e.gpu_start = Clock::now();
@@ -643,6 +647,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   auto finish_gpu = [&](Entry& e) {
     EvalReply rep = e.gpu.get();
     double elapsed = seconds_since(e.gpu_start);
+    spdlog::debug("GPU {}: {} after {:.2f} s", e.worker, to_string(rep.status), elapsed);
     gpu_busy_s += elapsed;
     worker_busy[static_cast<size_t>(e.worker)] = false;
     Trial t;
@@ -722,6 +727,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
         e.compiled = done->get_future();
         pool.submit([done, cfg = e.config, &compile_candidate, &wake] {
           try {
+            spdlog::debug("compiling {}", cfg.canonical());
             done->set_value(compile_candidate(cfg));
           } catch (...) {
             done->set_exception(std::current_exception());
@@ -740,7 +746,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   auto record = [&](Entry& e) {
     Trial t = *e.trial;
     if (replay) simulate(e, t);
-    --proposed;
+    if (!e.invalid) --proposed;  // an invalid user config was never counted as proposed
     if (t.status != TrialStatus::invalid) ++spent;
     if (t.cache_hit) ++stats.cache_hits;
     stats.compile_busy_s += t.compile_ms / 1000;

@@ -28,9 +28,12 @@ void WorkerClient::start() {
                 {"timing", setup_.timing},
                 {"problems", setup_.problems}};
   req.blobs = setup_.cubins;
-  ReadStatus rs = child_.request(req, rep, 600 * 1000);
+  // Filling inputs and running the references takes seconds; minutes mean a
+  // hung reference kernel.
+  ReadStatus rs = child_.request(req, rep, 120 * 1000);
   if (rs != ReadStatus::ok) {
-    std::string why = rs == ReadStatus::timeout ? "no answer within 600 s" : "the worker " + child_.describe_exit();
+    std::string why = rs == ReadStatus::timeout ? "no answer within 120 s (a hung reference kernel?)"
+                                                : "the worker " + child_.describe_exit();
     child_.kill();
     throw EngineError("GPU worker set-up failed: " + why);
   }
