@@ -109,6 +109,7 @@ struct Entry {
   int worker = -1;
   Clock::time_point gpu_start;
   std::optional<Trial> trial;                  // finished
+  const Trial* recorded = nullptr;             // replay: the dataset's trial for this config
   double sim_proposed = 0;                     // replay: simulated time of the proposal
 };
 
@@ -535,17 +536,20 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     Trial t;
     t.config = e.config;
     if (replay) {
-      const Trial* rec_t = replay->find(e.config);
-      if (!rec_t) {
+      // Recorded results stand in for the compiler and the GPU; those that
+      // reached the GPU go through the same dispatch as live ones.
+      e.recorded = replay->find(e.config);
+      if (!e.recorded) {
         t.status = TrialStatus::invalid;
         t.error = "not in the replay dataset " + o.replay_path;
-      } else {
-        t = *rec_t;
+        e.trial = t;
+      } else if (!needs_gpu(e.recorded->status)) {
+        t = *e.recorded;
         t.id = 0;
         t.seq = 0;
         if (o.replay_warm_cache) t.compile_ms = 0, t.cache_hit = true;
+        e.trial = t;
       }
-      e.trial = t;
       return;
     }
     if (e.invalid) {
@@ -602,7 +606,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       }
     }
     // Gated out, or a compile-only run: finished. Otherwise on to the GPU.
-    if (t.status != TrialStatus::ok || workers.empty()) e.trial = t;
+    if (t.status != TrialStatus::ok || o.compile_only) e.trial = t;
   };
 
   auto make_request = [&](const Entry& e) {
@@ -625,16 +629,26 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     return limit;
   };
 
-  std::vector<bool> worker_busy(workers.size(), false);
+  std::vector<bool> worker_busy;  // one per GPU worker (or replay's virtual GPU); sized once they exist
   double gpu_busy_s = 0;
   auto dispatch = [&](Entry& e, int w) {
     spdlog::debug("GPU {}: evaluating {}", w, e.config.canonical());
     e.worker = w;
     worker_busy[static_cast<size_t>(w)] = true;
     e.gpu_start = Clock::now();
-    WorkerClient* client = workers[static_cast<size_t>(w)].get();
     auto done = std::make_shared<std::promise<EvalReply>>();
     e.gpu = done->get_future();
+    if (e.recorded) {
+      EvalReply r;
+      r.status = e.recorded->status;
+      r.error = e.recorded->error;
+      r.per_problem = e.recorded->per_problem;
+      r.verify_ms = e.recorded->verify_ms;
+      r.bench_ms = e.recorded->bench_ms;
+      done->set_value(r);
+      return;
+    }
+    WorkerClient* client = workers[static_cast<size_t>(w)].get();
     e.gpu_task = std::async(std::launch::async, [client, done, &wake, req = make_request(e), limit = time_limit()] {
       try {
         done->set_value(client->evaluate(req, limit));
@@ -648,8 +662,17 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     EvalReply rep = e.gpu.get();
     double elapsed = seconds_since(e.gpu_start);
     spdlog::debug("GPU {}: {} after {:.2f} s", e.worker, to_string(rep.status), elapsed);
-    gpu_busy_s += elapsed;
     worker_busy[static_cast<size_t>(e.worker)] = false;
+    if (e.recorded) {  // replay: the simulated clock accounts for the GPU
+      Trial t = *e.recorded;
+      t.id = 0;
+      t.seq = 0;
+      t.device = e.worker;
+      if (o.replay_warm_cache) t.compile_ms = 0, t.cache_hit = true;
+      e.trial = t;
+      return;
+    }
+    gpu_busy_s += elapsed;
     Trial t;
     t.config = e.config;
     t.compile_ms = e.cc.compile_ms;
@@ -794,6 +817,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   refill();
   try {
     start_workers();
+    worker_busy.assign(replay ? std::max<size_t>(o.gpus.size(), 1) : workers.size(), false);
   } catch (...) {
     // The problems could not be prepared on the GPU: nothing was measured.
     stop.store(true);
