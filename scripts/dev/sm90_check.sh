@@ -13,9 +13,11 @@ cfgs=(--config "BLOCK_M=128" --config "CONSUMER_WG=1,BLOCK_M=64,BLOCK_N=64,STAGE
   --config "BLOCK_M=256,BLOCK_N=128,PRODUCER=1" --config "EPILOGUE=0" --config "BLOCK_K=128,STAGES=2")
 for shape in 4096,4096,4096 ${EXTRA_SHAPES:-}; do
   echo "=== $shape"
-  "$B/evotune" --db "$OUT/sm90.db" run --kernel gemm_sm90 --shape $shape --dtype bf16 --budget ${BUDGET:-16} --timeout 8 \
-    --retime 0 "${cfgs[@]}" -q
-  "$B/evotune" --db "$OUT/sm90.db" trials last | cut -c1-260
+  timeout -k 5 ${RUN_LIMIT:-180} "$B/evotune" --db "$OUT/sm90.db" run --kernel gemm_sm90 --shape $shape --dtype bf16 \
+    --budget ${BUDGET:-16} --timeout 8 --retime 0 "${cfgs[@]}" >>"$OUT/sm90_runs.log" 2>&1
+  echo "rc=$?"
+  timeout 20 "$B/evotune" --db "$OUT/sm90.db" trials last >"$OUT/trials_$shape.txt" 2>&1
+  cut -c1-250 "$OUT/trials_$shape.txt"
 done
 echo "=== SASS"
 for f in $(ls -S /tmp/evc/*/*.cubin | head -4); do
