@@ -11,7 +11,11 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "engine/device_info.hpp"
+#include "engine/compiler.hpp"
+#include "engine/plan.hpp"
+#include "kernel_templates/registry.hpp"
 #include "store/dataset.hpp"
+#include <nlohmann/json.hpp>
 #include "store/export.hpp"
 #include "store/store.hpp"
 
@@ -123,6 +127,102 @@ std::string report_markdown(const Store& s, const RunInfo& r) {
   return md.str();
 }
 
+std::string base64(const std::string& in) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
+  }
+  if (i + 1 == in.size()) {
+    unsigned v = (unsigned char)in[i] << 16;
+    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+// The winner compiled for the run's architecture, with everything a launcher
+// outside evotune needs per problem: geometry and each argument's plan.
+std::string export_launch(const RunInfo& r, const Trial& winner) {
+  KernelSpec spec = load_kernel(r.spec_origin == "builtin" ? r.kernel : r.spec_origin);
+  if (spec.content_hash() != r.spec_hash)
+    throw UsageError("kernel " + r.kernel + " changed since run " + std::to_string(r.id) +
+                     "; a launch export needs the kernel as it was tuned");
+  DeviceTraits dev;
+  dev.cc = r.device.cc;
+  dev.num_sms = r.device.num_sms > 0 ? r.device.num_sms : DeviceTraits::for_arch(dev.cc).num_sms;
+  Planner planner(spec, dev);
+  nlohmann::json j = {{"format", "evotune-launch"}, {"version", 1},        {"kernel", r.kernel},
+                      {"entry", spec.entry},         {"run", r.id},          {"trial", winner.id},
+                      {"config", winner.config},     {"dtype", r.dtype},     {"arch", r.device.arch},
+                      {"device", r.device.name},     {"fitness_us", winner.fitness}};
+  std::map<std::string, int> cubin_of;
+  nlohmann::json cubins = nlohmann::json::array(), problems = nlohmann::json::array();
+  for (const Problem& p : r.problems) {
+    auto defines = spec.compile_defines(winner.config, p, dev);
+    std::string key;
+    for (const auto& [k, v] : defines) key += k + "=" + v + ";";
+    if (!cubin_of.count(key)) {
+      CompileRequest req;
+      req.source_name = spec.source_name;
+      req.source = spec.source_text;
+      req.entry = spec.entry;
+      req.arch = r.device.arch;
+      req.options = spec.options;
+      req.include_dirs = spec.include_dirs;
+      req.headers = spec.headers;
+      req.defines = defines;
+      CompileResult c = compile(req);
+      if (!c.ok) throw EngineError("the winner no longer compiles:\n" + c.log);
+      cubin_of[key] = static_cast<int>(cubins.size());
+      cubins.push_back(base64(c.cubin));
+    }
+    LaunchPlan l = planner.launch(winner.config, p, cubin_of[key]);
+    Scope scope(spec, &p, &winner.config, dev);
+    nlohmann::json args = nlohmann::json::array();
+    for (size_t i = 0; i < spec.args.size(); ++i) {
+      const ArgSpec& a = spec.args[i];
+      const ArgPlan& ap = l.args[i];
+      nlohmann::json x = {{"name", a.name}};
+      if (ap.kind == ArgPlan::Kind::tmap) {
+        x.update({{"kind", "tmap"},        {"tensor", ap.tmap.buffer},  {"elem", to_string(ap.tmap.elem)},
+                  {"dims", ap.tmap.dims},  {"strides_bytes", ap.tmap.strides_bytes}, {"box", ap.tmap.box},
+                  {"swizzle", ap.tmap.swizzle}, {"l2_promotion", ap.tmap.l2_promotion},
+                  {"oob_nan", ap.tmap.oob_nan}, {"enabled", ap.tmap.enabled}});
+      } else if (ap.kind == ArgPlan::Kind::scalar) {
+        x.update({{"kind", "scalar"}, {"type", to_string(ap.type)}});
+        if (ap.type == ScalarType::f32) x["value"] = ap.f;
+        else x["value"] = ap.i;
+      } else {
+        x.update({{"kind", ap.kind == ArgPlan::Kind::scratch ? "scratch" : "buffer"},
+                  {"elem", to_string(resolve_elem(a.elem, p.dtype))},
+                  {"count", scope.eval(a.count).as_int()},
+                  {"role", to_string(a.role)},
+                  {"init", to_string(a.init)},
+                  {"scale", a.init_scale}});
+      }
+      args.push_back(x);
+    }
+    nlohmann::json dims = nlohmann::json::object();
+    for (const auto& [k, v] : p.dims) dims[k] = v;
+    problems.push_back({{"problem", p.canonical()},
+                        {"dims", dims},
+                        {"cubin", l.cubin},
+                        {"grid", l.dims.grid},
+                        {"block", l.dims.block},
+                        {"cluster", l.dims.cluster},
+                        {"smem", l.dims.smem},
+                        {"args", args}});
+  }
+  j["cubins"] = cubins;
+  j["problems"] = problems;
+  return j.dump(1) + "\n";
+}
+
 }  // namespace
 
 void add_export_commands(CLI::App& app, Context& ctx) {
@@ -138,8 +238,10 @@ void add_export_commands(CLI::App& app, Context& ctx) {
         "helpers and provenance (GPU, versions, latency and errors per problem).");
     cmd->add_option("run", *run, "run id, or 'last'")->required();
     cmd->add_option("-o,--output", *out, "file to write (default: standard output)");
-    cmd->add_option("-f,--format", *format, "header, json, or dataset (every trial, for `run --replay`)")
-        ->check(CLI::IsMember({"header", "json", "dataset"}));
+    cmd->add_option("-f,--format", *format,
+                    "header; json; dataset (every trial, for `run --replay`); launch (the winner's cubin with its "
+                    "launch geometry and arguments per problem, for launchers outside evotune)")
+        ->check(CLI::IsMember({"header", "json", "dataset", "launch"}));
     cmd->callback([&ctx, run, out, format] {
       ctx.action = [&ctx, run, out, format] {
         long long id = parse_run_ref(*run, ctx.db_path);
@@ -157,6 +259,10 @@ void add_export_commands(CLI::App& app, Context& ctx) {
         if (elites.empty() || r->compile_only)
           throw UsageError("run " + std::to_string(id) + " has no measured winner to export" +
                            (r->compile_only ? " (it was compile-only)" : ""));
+        if (*format == "launch") {
+          write_output(*out, export_launch(*r, elites.front()));
+          return kExitOk;
+        }
         KernelSpec spec = stored_spec(*r);
         ExportInput in;
         in.run = &*r;

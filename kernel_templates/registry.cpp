@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -19,10 +20,24 @@ bool is_builtin(const std::string& name) {
 }
 
 // The shared device helpers (evotune_ptx.cuh, ...) are available to every
-// kernel, built-in or the user's, as #include "name".
+// kernel, built-in or the user's, as #include "name". A kernel gets only
+// those it includes (directly or through another), so adding a helper does
+// not change the identity (content hash) of kernels that never use it.
 void add_common_headers(KernelSpec& s) {
-  for (const auto& [path, text] : embedded_files())
-    if (starts_with(path, kCommonDir)) s.headers.emplace_back(path.substr(std::string(kCommonDir).size()), text);
+  std::vector<std::string> pending = {s.source_text, s.reference.source_text};
+  std::set<std::string> added;
+  while (!pending.empty()) {
+    std::string text = pending.back();
+    pending.pop_back();
+    for (const auto& [path, body] : embedded_files()) {
+      if (!starts_with(path, kCommonDir)) continue;
+      std::string name = path.substr(std::string(kCommonDir).size());
+      if (added.count(name) || text.find("\"" + name + "\"") == std::string::npos) continue;
+      added.insert(name);
+      s.headers.emplace_back(name, body);
+      pending.push_back(body);
+    }
+  }
 }
 
 }  // namespace
