@@ -1,8 +1,8 @@
 #include "cli/app.hpp"
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -62,15 +62,16 @@ int cli_main(int argc, char** argv) {
   const char* env_db = std::getenv("EVOTUNE_DB");
   ctx.db_path = env_db && *env_db ? env_db : "evotune.db";
 
-  CLI::App app{"evotune: an evolutionary autotuner for CUDA kernels.\n\n"
-               "Tunes a kernel template's parameters for your GPU and problem shapes: every candidate is\n"
-               "compiled with NVRTC, gated on resources, verified against a reference on random inputs,\n"
-               "then timed. Every trial is kept in SQLite; the winner exports as a header.\n\n"
-               "  evotune kernels                                   built-in kernels\n"
-               "  evotune run --kernel sdpa_fwd --shape 2,8,512,64  tune (needs a GPU)\n"
-               "  evotune top last                                  the elite population\n"
-               "  evotune export last -o best.h                     the winner as a header\n",
-               "evotune"};
+  CLI::App app{
+      "evotune: an evolutionary autotuner for CUDA kernels.\n\n"
+      "Tunes a kernel template's parameters for your GPU and problem shapes: every candidate is\n"
+      "compiled with NVRTC, gated on resources, verified against a reference on random inputs,\n"
+      "then timed. Every trial is kept in SQLite; the winner exports as a header.\n\n"
+      "  evotune kernels                                   built-in kernels\n"
+      "  evotune run --kernel sdpa_fwd --shape 2,8,512,64  tune (needs a GPU)\n"
+      "  evotune top last                                  the elite population\n"
+      "  evotune export last -o best.h                     the winner as a header\n",
+      "evotune"};
   app.set_version_flag("--version", EVOTUNE_VERSION);
   app.require_subcommand(1);
   app.fallthrough();
@@ -100,7 +101,9 @@ int cli_main(int argc, char** argv) {
   // Diagnostics (-v, -vv) go to stderr with timestamps; results go to stdout.
   auto log = spdlog::stderr_color_mt("evotune");
   log->set_pattern("[%H:%M:%S.%e] %v");
-  log->set_level(ctx.verbosity >= 2 ? spdlog::level::debug : ctx.verbosity == 1 ? spdlog::level::info : spdlog::level::warn);
+  log->set_level(ctx.verbosity >= 2   ? spdlog::level::debug
+                 : ctx.verbosity == 1 ? spdlog::level::info
+                                      : spdlog::level::warn);
   spdlog::set_default_logger(log);
   try {
     return ctx.action ? ctx.action() : kExitOk;

@@ -15,11 +15,11 @@ namespace evotune {
 // Exit codes, documented in README.md.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,     // an unexpected internal error
-  kExitUsage = 2,       // bad command line, unknown kernel, malformed shape or spec
-  kExitStore = 3,       // the database cannot be opened, read or written
-  kExitNoDevice = 4,    // the command needs a GPU and there is none
-  kExitEngine = 5,      // CUDA/NVRTC/worker failure that is not a candidate's
+  kExitFailure = 1,   // an unexpected internal error
+  kExitUsage = 2,     // bad command line, unknown kernel, malformed shape or spec
+  kExitStore = 3,     // the database cannot be opened, read or written
+  kExitNoDevice = 4,  // the command needs a GPU and there is none
+  kExitEngine = 5,    // CUDA/NVRTC/worker failure that is not a candidate's
   kExitInterrupted = 130,
 };
 

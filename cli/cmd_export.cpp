@@ -6,16 +6,16 @@
 #include <memory>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include "cli/app.hpp"
 #include "cli/table.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
-#include "engine/device_info.hpp"
 #include "engine/compiler.hpp"
+#include "engine/device_info.hpp"
 #include "engine/plan.hpp"
 #include "kernel_templates/registry.hpp"
 #include "store/dataset.hpp"
-#include <nlohmann/json.hpp>
 #include "store/export.hpp"
 #include "store/store.hpp"
 
@@ -49,34 +49,43 @@ std::string report_markdown(const Store& s, const RunInfo& r) {
   std::ostringstream md;
   md << "# evotune report: run " << r.id << ", " << r.kernel << "\n\n";
   md << "| | |\n|---|---|\n";
-  md << "| device | " << (r.compile_only ? r.device.arch + " (compile only)" : r.device.name + " (" + r.device.arch + ", " + std::to_string(r.device.num_sms) + " SMs)") << " |\n";
+  md << "| device | "
+     << (r.compile_only ? r.device.arch + " (compile only)"
+                        : r.device.name + " (" + r.device.arch + ", " + std::to_string(r.device.num_sms) + " SMs)")
+     << " |\n";
   md << "| software | CUDA driver " << cuda_version_string(r.device.driver_version) << ", runtime "
      << cuda_version_string(r.device.runtime_version) << ", NVRTC " << r.device.nvrtc_version << ", evotune "
      << r.evotune_version << " |\n";
   std::vector<std::string> probs;
   for (const auto& p : r.problems) probs.push_back(p.canonical());
   md << "| problems | " << join(probs, "; ") << " (" << r.dtype << ") |\n";
-  md << "| search | " << r.strategy << ", seed " << r.seed << ", budget " << r.budget << ", elites " << r.elites_k << " |\n";
+  md << "| search | " << r.strategy << ", seed " << r.seed << ", budget " << r.budget << ", elites " << r.elites_k
+     << " |\n";
   std::map<std::string, int> counts;
   for (const auto& t : trials) ++counts[to_string(t.status)];
   std::vector<std::string> parts;
   for (const auto& [k, v] : counts) parts.push_back(k + " " + std::to_string(v));
   md << "| trials | " << trials.size() << " (" << join(parts, ", ") << ") |\n";
-  md << "| time | " << strfmt("%.1f s wall; compile %.1f s over %d threads (%d cache hits); verify %.1f s; bench %.1f s; GPU waiting on compiles %.1f s",
-                              r.stats.wall_s, r.stats.compile_busy_s, r.stats.compile_threads, r.stats.cache_hits,
-                              r.stats.verify_s, r.stats.bench_s, r.stats.gpu_idle_s)
+  md << "| time | "
+     << strfmt(
+            "%.1f s wall; compile %.1f s over %d threads (%d cache hits); verify %.1f s; bench %.1f s; GPU waiting on "
+            "compiles %.1f s",
+            r.stats.wall_s, r.stats.compile_busy_s, r.stats.compile_threads, r.stats.cache_hits, r.stats.verify_s,
+            r.stats.bench_s, r.stats.gpu_idle_s)
      << " |\n";
   md << "| started | " << r.created_at << ", status " << r.status << " |\n\n";
 
   md << "## Top line\n\n";
   md << "| variant | trial |";
-  for (size_t i = 0; i < r.problems.size(); ++i) md << " p50 µs" << (r.problems.size() > 1 ? " [" + std::to_string(i) + "]" : "") << " |";
+  for (size_t i = 0; i < r.problems.size(); ++i)
+    md << " p50 µs" << (r.problems.size() > 1 ? " [" + std::to_string(i) + "]" : "") << " |";
   md << " TFLOP/s | vs default | max abs err | mean abs err | regs | smem | config |\n|---|---|";
   for (size_t i = 0; i < r.problems.size(); ++i) md << "---|";
   md << "---|---|---|---|---|---|---|\n";
   auto row = [&](const std::string& name, const Trial& t) {
     md << "| " << name << " | " << t.seq << " |";
-    for (size_t i = 0; i < r.problems.size(); ++i) md << " " << (i < t.per_problem.size() ? fmt_us(t.per_problem[i].p50_us) : "-") << " |";
+    for (size_t i = 0; i < r.problems.size(); ++i)
+      md << " " << (i < t.per_problem.size() ? fmt_us(t.per_problem[i].p50_us) : "-") << " |";
     std::vector<double> tf;
     for (size_t i = 0; i < r.problems.size() && i < t.per_problem.size(); ++i) {
       double fl = spec.flops_of(r.problems[i]);
@@ -91,16 +100,17 @@ std::string report_markdown(const Store& s, const RunInfo& r) {
     }
     double mx = 0, mean = 0;
     for (const auto& m : t.per_problem) mx = std::max(mx, m.err.max_abs), mean = std::max(mean, m.err.mean_abs);
-    md << " " << (tf.empty() ? "-" : strfmt("%.1f", geomean(tf))) << " | " << fmt_ratio(sp) << " | " << fmt_sci(mx) << " | "
-       << fmt_sci(mean) << " | " << t.res.registers << " | " << fmt_kib(t.res.smem_total()) << " | `" << t.config.canonical()
-       << "` |\n";
+    md << " " << (tf.empty() ? "-" : strfmt("%.1f", geomean(tf))) << " | " << fmt_ratio(sp) << " | " << fmt_sci(mx)
+       << " | " << fmt_sci(mean) << " | " << t.res.registers << " | " << fmt_kib(t.res.smem_total()) << " | `"
+       << t.config.canonical() << "` |\n";
   };
   if (def && def->ok()) row("default config", *def);
   int rank = 0;
   for (const auto& e : elites) row("elite #" + std::to_string(++rank), e);
   if (elites.empty()) md << "\nNo trial passed every gate.\n";
 
-  md << "\n## Convergence\n\nBest p50 (geometric mean over problems) after N trials:\n\n| trials | best µs |\n|---|---|\n";
+  md << "\n## Convergence\n\nBest p50 (geometric mean over problems) after N trials:\n\n| trials | best µs "
+        "|\n|---|---|\n";
   double best = 0;
   size_t next = 1;
   for (size_t i = 0; i < trials.size(); ++i) {
@@ -156,10 +166,17 @@ std::string export_launch(const RunInfo& r, const Trial& winner) {
   dev.cc = r.device.cc;
   dev.num_sms = r.device.num_sms > 0 ? r.device.num_sms : DeviceTraits::for_arch(dev.cc).num_sms;
   Planner planner(spec, dev);
-  nlohmann::json j = {{"format", "evotune-launch"}, {"version", 1},        {"kernel", r.kernel},
-                      {"entry", spec.entry},         {"run", r.id},          {"trial", winner.id},
-                      {"config", winner.config},     {"dtype", r.dtype},     {"arch", r.device.arch},
-                      {"device", r.device.name},     {"fitness_us", winner.fitness}};
+  nlohmann::json j = {{"format", "evotune-launch"},
+                      {"version", 1},
+                      {"kernel", r.kernel},
+                      {"entry", spec.entry},
+                      {"run", r.id},
+                      {"trial", winner.id},
+                      {"config", winner.config},
+                      {"dtype", r.dtype},
+                      {"arch", r.device.arch},
+                      {"device", r.device.name},
+                      {"fitness_us", winner.fitness}};
   std::map<std::string, int> cubin_of;
   nlohmann::json cubins = nlohmann::json::array(), problems = nlohmann::json::array();
   for (const Problem& p : r.problems) {
@@ -189,14 +206,22 @@ std::string export_launch(const RunInfo& r, const Trial& winner) {
       const ArgPlan& ap = l.args[i];
       nlohmann::json x = {{"name", a.name}};
       if (ap.kind == ArgPlan::Kind::tmap) {
-        x.update({{"kind", "tmap"},        {"tensor", ap.tmap.buffer},  {"elem", to_string(ap.tmap.elem)},
-                  {"dims", ap.tmap.dims},  {"strides_bytes", ap.tmap.strides_bytes}, {"box", ap.tmap.box},
-                  {"swizzle", ap.tmap.swizzle}, {"l2_promotion", ap.tmap.l2_promotion},
-                  {"oob_nan", ap.tmap.oob_nan}, {"enabled", ap.tmap.enabled}});
+        x.update({{"kind", "tmap"},
+                  {"tensor", ap.tmap.buffer},
+                  {"elem", to_string(ap.tmap.elem)},
+                  {"dims", ap.tmap.dims},
+                  {"strides_bytes", ap.tmap.strides_bytes},
+                  {"box", ap.tmap.box},
+                  {"swizzle", ap.tmap.swizzle},
+                  {"l2_promotion", ap.tmap.l2_promotion},
+                  {"oob_nan", ap.tmap.oob_nan},
+                  {"enabled", ap.tmap.enabled}});
       } else if (ap.kind == ArgPlan::Kind::scalar) {
         x.update({{"kind", "scalar"}, {"type", to_string(ap.type)}});
-        if (ap.type == ScalarType::f32) x["value"] = ap.f;
-        else x["value"] = ap.i;
+        if (ap.type == ScalarType::f32)
+          x["value"] = ap.f;
+        else
+          x["value"] = ap.i;
       } else {
         x.update({{"kind", ap.kind == ArgPlan::Kind::scratch ? "scratch" : "buffer"},
                   {"elem", to_string(resolve_elem(a.elem, p.dtype))},
@@ -251,7 +276,8 @@ void add_export_commands(CLI::App& app, Context& ctx) {
         if (*format == "dataset") {
           std::vector<Trial> all = s.trials(id);
           if (all.empty()) throw UsageError("run " + std::to_string(id) + " has no trials");
-          write_output(*out, write_dataset(*r, all, "run " + std::to_string(id) + " of " + ctx.db_path + ", " + r->created_at));
+          write_output(
+              *out, write_dataset(*r, all, "run " + std::to_string(id) + " of " + ctx.db_path + ", " + r->created_at));
           return kExitOk;
         }
         std::vector<Trial> ok = s.trials(id, TrialStatus::ok);
@@ -278,7 +304,8 @@ void add_export_commands(CLI::App& app, Context& ctx) {
   {
     auto run = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
-    auto* cmd = app.add_subcommand("report", "Write a Markdown report of a run: top line vs the default, convergence, failures");
+    auto* cmd = app.add_subcommand("report",
+                                   "Write a Markdown report of a run: top line vs the default, convergence, failures");
     cmd->add_option("run", *run, "run id, or 'last'")->required();
     cmd->add_option("-o,--output", *out, "file to write (default: standard output)");
     cmd->callback([&ctx, run, out] {

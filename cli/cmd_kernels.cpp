@@ -75,8 +75,8 @@ void describe(const KernelSpec& s, const DeviceTraits& dev, const std::optional<
   out << "  GPUs         compute capability " << s.min_cc << (s.max_cc ? strfmt("..%d", s.max_cc) : "+")
       << (s.arch_specific ? " (arch-specific sm_XXa)" : "") << "; runs here: " << k.runs_here << "\n";
   if (!s.example.empty())
-    out << "  space        " << strfmt("%.0f", k.total) << " configs, " << (k.valid >= 0 ? std::to_string(k.valid) : "?")
-        << " valid for " << s.example << " on sm_" << dev.cc << "\n";
+    out << "  space        " << strfmt("%.0f", k.total) << " configs, "
+        << (k.valid >= 0 ? std::to_string(k.valid) : "?") << " valid for " << s.example << " on sm_" << dev.cc << "\n";
   if (!s.problem_constraints.empty()) out << "  accepts      " << expr_list(s.problem_constraints) << "\n";
   if (!s.check_shapes.empty()) out << "  check shapes " << join(s.check_shapes, "; ") << "\n";
   out << "\nparameters:\n";
@@ -151,10 +151,10 @@ void add_kernels_command(CLI::App& app, Context& ctx) {
             params.push_back({{"name", p.name}, {"values", p.values}, {"default", p.default_value}, {"help", p.help}});
           std::vector<std::string> cons;
           for (const auto& c : s.constraints) cons.push_back(c.text());
-          nlohmann::json j = {{"name", s.name},         {"description", s.description}, {"dims", s.dims},
-                              {"dtypes", k.dtypes},     {"min_cc", s.min_cc},           {"runs_here", k.runs_here},
-                              {"valid_configs", k.valid}, {"params", params},           {"constraints", cons},
-                              {"check_shapes", s.check_shapes}};
+          nlohmann::json j = {
+              {"name", s.name},      {"description", s.description},  {"dims", s.dims},           {"dtypes", k.dtypes},
+              {"min_cc", s.min_cc},  {"runs_here", k.runs_here},      {"valid_configs", k.valid}, {"params", params},
+              {"constraints", cons}, {"check_shapes", s.check_shapes}};
           std::cout << j.dump(2) << "\n";
         } else {
           describe(s, dev, gpu, std::cout);
@@ -166,8 +166,12 @@ void add_kernels_command(CLI::App& app, Context& ctx) {
       if (ctx.json) {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& k : all)
-          j.push_back({{"name", k.name}, {"description", k.description}, {"dims", k.dims}, {"dtypes", k.dtypes},
-                       {"valid_configs", k.valid}, {"runs_here", k.runs_here}});
+          j.push_back({{"name", k.name},
+                       {"description", k.description},
+                       {"dims", k.dims},
+                       {"dtypes", k.dtypes},
+                       {"valid_configs", k.valid},
+                       {"runs_here", k.runs_here}});
         std::cout << j.dump(2) << "\n";
         return kExitOk;
       }

@@ -93,14 +93,16 @@ void add_query_commands(CLI::App& app, Context& ctx) {
         std::vector<Trial> elites;
         if (*k > 0) {
           elites = s.trials(id, TrialStatus::ok);
-          std::stable_sort(elites.begin(), elites.end(), [](const Trial& a, const Trial& b) { return a.fitness < b.fitness; });
+          std::stable_sort(elites.begin(), elites.end(),
+                           [](const Trial& a, const Trial& b) { return a.fitness < b.fitness; });
           if (static_cast<int>(elites.size()) > *k) elites.resize(static_cast<size_t>(*k));
         } else {
           elites = s.elites(id);
         }
         std::optional<Trial> def = default_trial_of(s, r);
         if (ctx.json) {
-          std::cout << nlohmann::json({{"run", r}, {"elites", elites}, {"default", def ? nlohmann::json(*def) : nlohmann::json()}})
+          std::cout << nlohmann::json(
+                           {{"run", r}, {"elites", elites}, {"default", def ? nlohmann::json(*def) : nlohmann::json()}})
                            .dump(2)
                     << "\n";
           return kExitOk;
@@ -139,7 +141,8 @@ void add_query_commands(CLI::App& app, Context& ctx) {
           std::cout << nlohmann::json(trials).dump(2) << "\n";
           return kExitOk;
         }
-        Table t({"seq", "status", "p50 µs", "compile ms", "verify ms", "bench ms", "regs", "smem", "spills", "config", "error"});
+        Table t({"seq", "status", "p50 µs", "compile ms", "verify ms", "bench ms", "regs", "smem", "spills", "config",
+                 "error"});
         for (const auto& x : trials) {
           std::string err = x.error;
           auto nl = err.find('\n');

@@ -41,8 +41,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("-e,--elites", opts->elites, "size K of the elite population kept across generations")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--seed", opts->seed, "random seed: same seed and results, same trials");
-  cmd->add_option("--strategy", opts->strategy, "search strategy")->check(CLI::IsMember({"evo", "random", "exhaustive"}));
-  cmd->add_option("--config", opts->seed_configs, "a config to evaluate first, e.g. BLOCK_M=64,STAGES=4 (others: defaults; repeatable)");
+  cmd->add_option("--strategy", opts->strategy, "search strategy")
+      ->check(CLI::IsMember({"evo", "random", "exhaustive"}));
+  cmd->add_option("--config", opts->seed_configs,
+                  "a config to evaluate first, e.g. BLOCK_M=64,STAGES=4 (others: defaults; repeatable)");
   cmd->add_flag("--compile-only", opts->compile_only, "compile and gate configs without a GPU (needs --arch there)");
   cmd->add_option("--arch", opts->arch, "target for --compile-only, e.g. sm_90a, sm_80");
   cmd->add_option("-j,--compile-threads", opts->compile_threads, "NVRTC compile threads (default: one per core)");
@@ -54,11 +56,13 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--replay-warm-cache", opts->replay_warm_cache, "with --replay: charge no compile time");
   cmd->add_option("--retime", opts->retime_rounds, "rounds of interleaved re-timing of the final elites (0: none)")
       ->check(CLI::Range(0, 100));
-  cmd->add_option("--timeout", opts->timeout_floor_s, "minimum seconds a trial may take on the GPU before it is killed");
+  cmd->add_option("--timeout", opts->timeout_floor_s,
+                  "minimum seconds a trial may take on the GPU before it is killed");
   cmd->add_option("--abort-factor", opts->abort_factor,
                   "stop timing a candidate whose p50 exceeds this many times the best's (0: never)");
   cmd->add_option("--warmup-ms", opts->timing.warmup_ms, "warm-up time per problem before sampling");
-  cmd->add_option("--samples", opts->timing.max_samples, "most timed launches per problem")->check(CLI::Range(3, 100000));
+  cmd->add_option("--samples", opts->timing.max_samples, "most timed launches per problem")
+      ->check(CLI::Range(3, 100000));
   cmd->add_flag("--no-flush", *no_flush, "do not flush L2 before each timed launch (hot-cache timing)");
   cmd->add_flag("!--no-cache", opts->use_cache, "do not use the on-disk compile cache");
   cmd->add_option("--resume", *resume, "continue run RUN (id or 'last') with its remaining budget");

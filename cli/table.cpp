@@ -35,8 +35,10 @@ void Table::print(std::ostream& os) const {
       std::string cell = i < r.size() ? r[i] : "";
       std::string pad(w[i] - display_width(cell), ' ');
       bool last = i + 1 == w.size();
-      if (!head && numeric(cell)) out += pad + cell;
-      else out += cell + (last ? "" : pad);
+      if (!head && numeric(cell))
+        out += pad + cell;
+      else
+        out += cell + (last ? "" : pad);
       if (!last) out += "  ";
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
@@ -54,8 +56,14 @@ std::string fmt_us(double us) {
   return strfmt("%.4g", us);
 }
 
-std::string fmt_ratio(double r) { return r > 0 ? strfmt("%.2fx", r) : "-"; }
-std::string fmt_sci(double v) { return strfmt("%.1e", v); }
-std::string fmt_kib(long long bytes) { return strfmt("%.1fK", static_cast<double>(bytes) / 1024.0); }
+std::string fmt_ratio(double r) {
+  return r > 0 ? strfmt("%.2fx", r) : "-";
+}
+std::string fmt_sci(double v) {
+  return strfmt("%.1e", v);
+}
+std::string fmt_kib(long long bytes) {
+  return strfmt("%.1fK", static_cast<double>(bytes) / 1024.0);
+}
 
 }  // namespace evotune

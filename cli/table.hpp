@@ -22,8 +22,8 @@ class Table {
 
 // "18.42", "1234", "1.23e+05": latency in µs with 3-4 significant digits.
 std::string fmt_us(double us);
-std::string fmt_ratio(double r);  // "1.23x"
-std::string fmt_sci(double v);    // "3.1e-03"
+std::string fmt_ratio(double r);       // "1.23x"
+std::string fmt_sci(double v);         // "3.1e-03"
 std::string fmt_kib(long long bytes);  // "48.0K"
 
 }  // namespace evotune

@@ -2,17 +2,17 @@
 
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <deque>
 #include <filesystem>
-#include <condition_variable>
 #include <future>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #include <thread>
 
 #include "cli/table.hpp"
@@ -44,7 +44,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 std::string self_exe() {
   std::error_code ec;
@@ -99,18 +101,18 @@ struct CompiledCandidate {
 // then recorded strictly in proposal order.
 struct Entry {
   Config config;
-  std::optional<std::string> invalid;          // constraint violation (user configs only)
-  std::future<CompiledCandidate> compiled;     // until taken
+  std::optional<std::string> invalid;       // constraint violation (user configs only)
+  std::future<CompiledCandidate> compiled;  // until taken
   bool prepared = false;
   CompiledCandidate cc;
   std::vector<LaunchPlan> launches;
   std::future<EvalReply> gpu;
-  std::future<void> gpu_task;                  // the thread running the evaluation
+  std::future<void> gpu_task;  // the thread running the evaluation
   int worker = -1;
   Clock::time_point gpu_start;
-  std::optional<Trial> trial;                  // finished
-  const Trial* recorded = nullptr;             // replay: the dataset's trial for this config
-  double sim_proposed = 0;                     // replay: simulated time of the proposal
+  std::optional<Trial> trial;       // finished
+  const Trial* recorded = nullptr;  // replay: the dataset's trial for this config
+  double sim_proposed = 0;          // replay: simulated time of the proposal
 };
 
 std::vector<std::pair<std::string, std::string>> reference_defines(const KernelSpec& spec, const Problem& p,
@@ -125,9 +127,15 @@ std::vector<std::pair<std::string, std::string>> reference_defines(const KernelS
     }
   }
   switch (p.dtype) {
-    case Dtype::fp16: out.emplace_back("EVOTUNE_DTYPE_FP16", "1"); break;
-    case Dtype::bf16: out.emplace_back("EVOTUNE_DTYPE_BF16", "1"); break;
-    case Dtype::fp32: out.emplace_back("EVOTUNE_DTYPE_FP32", "1"); break;
+    case Dtype::fp16:
+      out.emplace_back("EVOTUNE_DTYPE_FP16", "1");
+      break;
+    case Dtype::bf16:
+      out.emplace_back("EVOTUNE_DTYPE_BF16", "1");
+      break;
+    case Dtype::fp32:
+      out.emplace_back("EVOTUNE_DTYPE_FP32", "1");
+      break;
   }
   return out;
 }
@@ -272,7 +280,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     problems = replay->problems;
     for (const auto& text : o.problems) {
       Problem p = spec.parse_problem(text, problems.front().dtype);
-      bool known = std::any_of(problems.begin(), problems.end(), [&](const Problem& x) { return x.canonical() == p.canonical(); });
+      bool known = std::any_of(problems.begin(), problems.end(),
+                               [&](const Problem& x) { return x.canonical() == p.canonical(); });
       if (!known) throw UsageError("dataset " + o.replay_path + " has no measurements for " + p.canonical());
     }
   } else {
@@ -289,7 +298,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   for (const auto& text : o.seed_configs) {
     Config c = Config::parse(text);
     for (const auto& [name, value] : c.values)
-      if (!spec.find_param(name)) throw UsageError("--config " + text + ": kernel " + spec.name + " has no parameter " + name);
+      if (!spec.find_param(name))
+        throw UsageError("--config " + text + ": kernel " + spec.name + " has no parameter " + name);
     for (const auto& p : spec.params) c.values.emplace(p.name, p.default_value);
     seeds.push_back(c);
   }
@@ -321,8 +331,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   } else {
     DeviceQuery q = query_devices();
     if (q.devices.empty())
-      throw NoDeviceError("no CUDA device found: " + q.reason +
-                          ". `evotune run --compile-only --arch sm_90a ...` compiles and checks resources without a GPU.");
+      throw NoDeviceError(
+          "no CUDA device found: " + q.reason +
+          ". `evotune run --compile-only --arch sm_90a ...` compiles and checks resources without a GPU.");
     std::vector<int> ids = o.gpus.empty() ? std::vector<int>{o.device} : o.gpus;
     for (int id : ids) {
       if (id < 0 || id >= static_cast<int>(q.devices.size()))
@@ -394,8 +405,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       if (t.config == default_config) default_trial = t;
     }
   }
-  int spent = static_cast<int>(std::count_if(previous.begin(), previous.end(),
-                                             [](const Trial& t) { return t.status != TrialStatus::invalid; }));
+  int spent = static_cast<int>(
+      std::count_if(previous.begin(), previous.end(), [](const Trial& t) { return t.status != TrialStatus::invalid; }));
 
   // ---- compilers, references, GPU workers
   unsigned threads = o.compile_threads > 0 ? static_cast<unsigned>(o.compile_threads)
@@ -442,8 +453,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       setup.problems.push_back(planner.problem_setup(all_problems[i], timed[i], ref_cubins[key]));
     }
     if (!o.quiet)
-      out << "preparing " << all_problems.size() << " problem(s) on " << gpus.size() << " GPU(s) (inputs, references)..."
-          << std::endl;
+      out << "preparing " << all_problems.size() << " problem(s) on " << gpus.size()
+          << " GPU(s) (inputs, references)..." << std::endl;
     std::vector<std::future<void>> starts;
     for (const DeviceInfo& g : gpus) {
       setup.device = g.ordinal;
@@ -452,7 +463,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     spdlog::info("support and reference kernels compiled; starting {} GPU worker(s)", workers.size());
     for (auto& w : workers) starts.push_back(std::async(std::launch::async, [&w] { w->start(); }));
     for (auto& f : starts) f.get();  // rethrows a set-up failure
-    spdlog::info("GPU worker(s) ready: inputs filled, references computed ({:.0f} ms)", workers.front()->last_setup_ms());
+    spdlog::info("GPU worker(s) ready: inputs filled, references computed ({:.0f} ms)",
+                 workers.front()->last_setup_ms());
   };
 
   // ---- the run record
@@ -489,9 +501,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   }
   const int budget = run.budget;
   if (!o.quiet) {
-    std::string where = replay ? rec.name + " (replayed from " + o.replay_path + ")"
-                      : !gpus.empty() ? rec.name + " (" + o.arch + ")"
-                                      : o.arch + " (compile only)";
+    std::string where = replay          ? rec.name + " (replayed from " + o.replay_path + ")"
+                        : !gpus.empty() ? rec.name + " (" + o.arch + ")"
+                                        : o.arch + " (compile only)";
     out << "run " << run.id << ": " << spec.name << " on " << where << ", " << problems.size() << " problem(s) + "
         << all_problems.size() - problems.size() << " check shape(s), " << o.strategy << " seed " << o.seed
         << ", budget " << budget << (resumed ? strfmt(" (%d done)", spent) : "") << ", " << threads
@@ -684,7 +696,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       t.res.spill_loads = std::max(t.res.spill_loads, r.res.spill_loads);
       t.res.stack_frame = std::max(t.res.stack_frame, r.res.stack_frame);
     }
-    for (const LaunchPlan& l : e.launches) t.res.smem_dynamic = std::max(t.res.smem_dynamic, static_cast<int>(l.dims.smem));
+    for (const LaunchPlan& l : e.launches)
+      t.res.smem_dynamic = std::max(t.res.smem_dynamic, static_cast<int>(l.dims.smem));
     t.device = gpus[static_cast<size_t>(e.worker)].ordinal;
     t.status = rep.status;
     t.error = rep.error;
@@ -693,7 +706,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     // A timeout or a dead worker reports no times: charge the wall time.
     if (t.verify_ms + t.bench_ms <= 0) t.verify_ms = elapsed * 1000;
     // Keep the run's own problems; check shapes are a gate, not a result.
-    for (size_t i = 0; i < rep.per_problem.size() && i < problems.size(); ++i) t.per_problem.push_back(rep.per_problem[i]);
+    for (size_t i = 0; i < rep.per_problem.size() && i < problems.size(); ++i)
+      t.per_problem.push_back(rep.per_problem[i]);
     if (t.ok()) {
       std::vector<double> p50s;
       for (const auto& m : t.per_problem) p50s.push_back(m.p50_us);
@@ -779,8 +793,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     stats.invalid_draws = strategy->invalid_draws();
     double wall = replay ? sim_now : seconds_since(t_start);
     stats.wall_s = run.stats.wall_s + wall;
-    stats.gpu_idle_s = run.stats.gpu_idle_s +
-                       (workers.empty() && !replay ? 0 : std::max(0.0, wall * std::max<size_t>(workers.size(), 1) - gpu_busy_s));
+    stats.gpu_idle_s =
+        run.stats.gpu_idle_s +
+        (workers.empty() && !replay ? 0 : std::max(0.0, wall * std::max<size_t>(workers.size(), 1) - gpu_busy_s));
     // Offered before recording, so the stored elites include this trial (its
     // id, unknown until the insert, is 0 in the list the store receives).
     t.seq = static_cast<int>(previous.size()) + ++recorded;
@@ -802,7 +817,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
           detail = strfmt("regs %3d  smem %7s  spills %d", t.res.registers, fmt_kib(t.res.smem_total()).c_str(),
                           t.res.spill_bytes());
         else
-          detail = strfmt("p50 %9s µs   best %9s µs", fmt_us(t.fitness).c_str(), best ? fmt_us(best->fitness).c_str() : "-");
+          detail =
+              strfmt("p50 %9s µs   best %9s µs", fmt_us(t.fitness).c_str(), best ? fmt_us(best->fitness).c_str() : "-");
       } else {
         detail = t.status == TrialStatus::compile_error ? first_error(t.error) : first_lines(t.error, 1);
         if (detail.size() > 110) detail = detail.substr(0, 107) + "...";
@@ -883,7 +899,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     }
     if (ok) {
       if (!o.quiet)
-        out << "\nre-timing the " << el.size() << " elites interleaved, " << o.retime_rounds << " rounds..." << std::endl;
+        out << "\nre-timing the " << el.size() << " elites interleaved, " << o.retime_rounds << " rounds..."
+            << std::endl;
       std::vector<RetimeSample> samples;
       std::map<int64_t, std::vector<std::vector<double>>> p50s;  // trial → problem → rounds
       for (int round = 1; round <= o.retime_rounds; ++round) {
@@ -942,19 +959,23 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   result.interrupted = interrupted;
   // This session's shares (a resumed run's earlier sessions are not counted).
   result.gpu_busy = gpu_capacity > 0 && (!workers.empty() || replay) ? std::min(1.0, gpu_busy_s / gpu_capacity) : 0;
-  result.compile_busy = total > 0 ? std::min(1.0, (stats.compile_busy_s - run.stats.compile_busy_s) / (total * threads)) : 0;
+  result.compile_busy =
+      total > 0 ? std::min(1.0, (stats.compile_busy_s - run.stats.compile_busy_s) / (total * threads)) : 0;
   if (!o.quiet) {
     out << "\n";
     std::vector<std::string> parts;
     for (TrialStatus s : all_statuses())
-      if (counts[static_cast<size_t>(s)] > 0) parts.push_back(to_string(s) + " " + std::to_string(counts[static_cast<size_t>(s)]));
+      if (counts[static_cast<size_t>(s)] > 0)
+        parts.push_back(to_string(s) + " " + std::to_string(counts[static_cast<size_t>(s)]));
     out << strfmt("run %lld %s: %d trials in %.1f s%s (%s)%s\n", static_cast<long long>(run.id), status.c_str(), spent,
                   stats.wall_s, replay ? " simulated" : "", join(parts, ", ").c_str(),
                   exhausted ? "; the space is exhausted" : "");
     if (!workers.empty() || replay)
-      out << strfmt("time: GPU busy %.0f%% (verify %.1f s, bench %.1f s), compile pool busy %.0f%% (%.1f s over %u threads, %d cache hits), %.1f trials/min\n",
-                    100 * result.gpu_busy, stats.verify_s, stats.bench_s, 100 * result.compile_busy, stats.compile_busy_s,
-                    threads, stats.cache_hits, stats.wall_s > 0 ? spent / (stats.wall_s / 60) : 0.0);
+      out << strfmt(
+          "time: GPU busy %.0f%% (verify %.1f s, bench %.1f s), compile pool busy %.0f%% (%.1f s over %u threads, %d "
+          "cache hits), %.1f trials/min\n",
+          100 * result.gpu_busy, stats.verify_s, stats.bench_s, 100 * result.compile_busy, stats.compile_busy_s,
+          threads, stats.cache_hits, stats.wall_s > 0 ? spent / (stats.wall_s / 60) : 0.0);
     if (interrupted) out << "resume with: evotune run --resume " << run.id << " --db " << o.db_path << "\n";
     if (!result.elites.empty() && !o.compile_only) {
       out << "\nelite population (top " << o.elites << "):\n";

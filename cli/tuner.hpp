@@ -19,44 +19,44 @@
 namespace evotune {
 
 struct TuneOptions {
-  std::string kernel;                  // built-in name or spec path
-  std::vector<std::string> problems;   // "2,8,512,64" or "B=2,H=8,S=512,D=64"
-  std::optional<std::string> dtype;    // default: the spec's first dtype
+  std::string kernel;                 // built-in name or spec path
+  std::vector<std::string> problems;  // "2,8,512,64" or "B=2,H=8,S=512,D=64"
+  std::optional<std::string> dtype;   // default: the spec's first dtype
   int budget = 128;
   int elites = 6;
   uint64_t seed = 1;
   std::string strategy = "evo";
   std::string db_path = "evotune.db";
   bool compile_only = false;
-  std::string arch;                    // compile-only target (or a check on the device's)
-  int compile_threads = 0;             // 0: one per core
-  double compile_timeout_s = 300;      // a compile that takes longer is cut off
-  bool isolate_compiles = true;        // NVRTC in child processes (false: threads of this one)
+  std::string arch;                // compile-only target (or a check on the device's)
+  int compile_threads = 0;         // 0: one per core
+  double compile_timeout_s = 300;  // a compile that takes longer is cut off
+  bool isolate_compiles = true;    // NVRTC in child processes (false: threads of this one)
   int device = 0;
-  std::vector<int> gpus;               // one worker per GPU; empty: {device}
-  std::string replay_path;             // evaluate from a dataset instead of a GPU
-  bool replay_warm_cache = false;      // replay: charge no compile time (a warm compile cache)
-  int retime_rounds = 3;               // final interleaved re-timing of the elites (0: none)
-  double timeout_floor_s = 20;         // a trial's time limit is at least this...
-  double timeout_factor = 20;          // ...or this many times the best trial's GPU time
-  double abort_factor = 3;             // stop timing once p50 > factor × the best's p50
+  std::vector<int> gpus;           // one worker per GPU; empty: {device}
+  std::string replay_path;         // evaluate from a dataset instead of a GPU
+  bool replay_warm_cache = false;  // replay: charge no compile time (a warm compile cache)
+  int retime_rounds = 3;           // final interleaved re-timing of the elites (0: none)
+  double timeout_floor_s = 20;     // a trial's time limit is at least this...
+  double timeout_factor = 20;      // ...or this many times the best trial's GPU time
+  double abort_factor = 3;         // stop timing once p50 > factor × the best's p50
   TimingOptions timing;
   bool use_cache = true;
   std::vector<std::string> seed_configs;  // evaluated first ("BLOCK_M=64,...")
   int64_t resume_run = 0;
-  std::string worker_exe;              // default: this executable
-  int window = 0;                      // configs in flight; 0: auto
+  std::string worker_exe;  // default: this executable
+  int window = 0;          // configs in flight; 0: auto
   std::string command_line;
-  bool quiet = false;                  // no per-trial lines
+  bool quiet = false;  // no per-trial lines
 };
 
 struct TuneResult {
   RunInfo run;
-  double gpu_busy = 0;                 // fraction of wall time × GPUs spent verifying and timing
-  double compile_busy = 0;             // fraction of wall time × compile slots spent compiling
+  double gpu_busy = 0;      // fraction of wall time × GPUs spent verifying and timing
+  double compile_busy = 0;  // fraction of wall time × compile slots spent compiling
   std::vector<Trial> elites;
   std::optional<Trial> default_trial;
-  std::vector<int> status_counts;      // by TrialStatus
+  std::vector<int> status_counts;  // by TrialStatus
   bool interrupted = false;
 };
 

@@ -33,8 +33,25 @@ std::string Value::str() const {
 // ---------------------------------------------------------------- tree
 
 enum class Op {
-  Num, Ident, Call, Neg, Not, Add, Sub, Mul, Div, Mod,
-  Lt, Le, Gt, Ge, Eq, Ne, And, Or, Cond,
+  Num,
+  Ident,
+  Call,
+  Neg,
+  Not,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or,
+  Cond,
 };
 
 struct ExprNode {
@@ -67,8 +84,8 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ExprError("in expression \"" + std::string(src_) + "\" at column " + std::to_string(tok_.pos + 1) +
-                    ": " + what);
+    throw ExprError("in expression \"" + std::string(src_) + "\" at column " + std::to_string(tok_.pos + 1) + ": " +
+                    what);
   }
 
   static bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
@@ -77,7 +94,9 @@ class Parser {
   void lex_number() {
     size_t start = i_;
     bool is_float = false;
-    auto digits = [&] { while (i_ < src_.size() && digit(src_[i_])) ++i_; };
+    auto digits = [&] {
+      while (i_ < src_.size() && digit(src_[i_])) ++i_;
+    };
     if (src_.substr(i_, 2) == "0x" || src_.substr(i_, 2) == "0X") {
       i_ += 2;
       while (i_ < src_.size() && std::isxdigit(static_cast<unsigned char>(src_[i_]))) ++i_;
@@ -118,8 +137,8 @@ class Parser {
     tok_.pos = i_;
     if (i_ >= src_.size()) return;
     char c = src_[i_];
-    if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i_ + 1 < src_.size() &&
-                                                        std::isdigit(static_cast<unsigned char>(src_[i_ + 1])))) {
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '.' && i_ + 1 < src_.size() && std::isdigit(static_cast<unsigned char>(src_[i_ + 1])))) {
       lex_number();
       return;
     }
@@ -156,8 +175,9 @@ class Parser {
     return false;
   }
   void expect(const char* sym) {
-    if (!accept(sym)) fail(std::string("expected '") + sym + "'" +
-                           (tok_.kind == Token::End ? " before the end" : ", got '" + tok_.text + "'"));
+    if (!accept(sym))
+      fail(std::string("expected '") + sym + "'" +
+           (tok_.kind == Token::End ? " before the end" : ", got '" + tok_.text + "'"));
   }
 
   static NodePtr make(Op op, std::vector<NodePtr> kids) {
@@ -285,28 +305,37 @@ Value arith(Op op, const Value& a, const Value& b) {
   if (a.is_int() && b.is_int()) {
     int64_t x = a.as_int(), y = b.as_int();
     switch (op) {
-      case Op::Add: return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_add_overflow(p, q, r); }, x, y);
-      case Op::Sub: return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_sub_overflow(p, q, r); }, x, y);
-      case Op::Mul: return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_mul_overflow(p, q, r); }, x, y);
+      case Op::Add:
+        return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_add_overflow(p, q, r); }, x, y);
+      case Op::Sub:
+        return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_sub_overflow(p, q, r); }, x, y);
+      case Op::Mul:
+        return checked([](int64_t p, int64_t q, int64_t* r) { return __builtin_mul_overflow(p, q, r); }, x, y);
       case Op::Div:
         if (y == 0) throw ExprError("division by zero");
         return x / y;
       case Op::Mod:
         if (y == 0) throw ExprError("modulo by zero");
         return x % y;
-      default: break;
+      default:
+        break;
     }
   }
   double x = a.as_double(), y = b.as_double();
   switch (op) {
-    case Op::Add: return x + y;
-    case Op::Sub: return x - y;
-    case Op::Mul: return x * y;
+    case Op::Add:
+      return x + y;
+    case Op::Sub:
+      return x - y;
+    case Op::Mul:
+      return x * y;
     case Op::Div:
       if (y == 0) throw ExprError("division by zero");
       return x / y;
-    case Op::Mod: throw ExprError("% needs integers");
-    default: throw ExprError("internal: bad arithmetic operator");
+    case Op::Mod:
+      throw ExprError("% needs integers");
+    default:
+      throw ExprError("internal: bad arithmetic operator");
   }
 }
 
@@ -332,7 +361,8 @@ Value call(const ExprNode& n, const std::vector<Value>& a) {
     }
     return best;
   }
-  if (f == "abs") return a[0].is_int() ? Value(static_cast<int64_t>(std::llabs(a[0].as_int()))) : Value(std::fabs(a[0].as_double()));
+  if (f == "abs")
+    return a[0].is_int() ? Value(static_cast<int64_t>(std::llabs(a[0].as_int()))) : Value(std::fabs(a[0].as_double()));
   if (f == "sqrt") return std::sqrt(a[0].as_double());
   if (f == "log2") return std::log2(a[0].as_double());
   if (f == "ilog2") {
@@ -362,7 +392,8 @@ Value call(const ExprNode& n, const std::vector<Value>& a) {
 
 Value eval_node(const ExprNode& n, const Resolver& resolve) {
   switch (n.op) {
-    case Op::Num: return n.num;
+    case Op::Num:
+      return n.num;
     case Op::Ident: {
       std::optional<Value> v = resolve ? resolve(n.name) : std::nullopt;
       if (!v) throw ExprError("unknown name '" + n.name + "'");
@@ -378,20 +409,31 @@ Value eval_node(const ExprNode& n, const Resolver& resolve) {
       Value v = eval_node(*n.kids[0], resolve);
       return v.is_int() ? arith(Op::Sub, int64_t{0}, v) : Value(-v.as_double());
     }
-    case Op::Not: return static_cast<int64_t>(!eval_node(*n.kids[0], resolve).truthy());
+    case Op::Not:
+      return static_cast<int64_t>(!eval_node(*n.kids[0], resolve).truthy());
     case Op::And:
       return static_cast<int64_t>(eval_node(*n.kids[0], resolve).truthy() && eval_node(*n.kids[1], resolve).truthy());
     case Op::Or:
       return static_cast<int64_t>(eval_node(*n.kids[0], resolve).truthy() || eval_node(*n.kids[1], resolve).truthy());
     case Op::Cond:
       return eval_node(*n.kids[0], resolve).truthy() ? eval_node(*n.kids[1], resolve) : eval_node(*n.kids[2], resolve);
-    case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne: {
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::Eq:
+    case Op::Ne: {
       int c = compare(eval_node(*n.kids[0], resolve), eval_node(*n.kids[1], resolve));
-      bool r = n.op == Op::Lt ? c < 0 : n.op == Op::Le ? c <= 0 : n.op == Op::Gt ? c > 0
-             : n.op == Op::Ge ? c >= 0 : n.op == Op::Eq ? c == 0 : c != 0;
+      bool r = n.op == Op::Lt   ? c < 0
+               : n.op == Op::Le ? c <= 0
+               : n.op == Op::Gt ? c > 0
+               : n.op == Op::Ge ? c >= 0
+               : n.op == Op::Eq ? c == 0
+                                : c != 0;
       return static_cast<int64_t>(r);
     }
-    default: return arith(n.op, eval_node(*n.kids[0], resolve), eval_node(*n.kids[1], resolve));
+    default:
+      return arith(n.op, eval_node(*n.kids[0], resolve), eval_node(*n.kids[1], resolve));
   }
 }
 
@@ -402,10 +444,34 @@ void collect(const ExprNode& n, std::set<std::string>& out) {
 
 const char* op_text(Op op) {
   switch (op) {
-    case Op::Add: return "+"; case Op::Sub: return "-"; case Op::Mul: return "*"; case Op::Div: return "/";
-    case Op::Mod: return "%"; case Op::Lt: return "<"; case Op::Le: return "<="; case Op::Gt: return ">";
-    case Op::Ge: return ">="; case Op::Eq: return "=="; case Op::Ne: return "!="; case Op::And: return "&&";
-    case Op::Or: return "||"; default: return "?";
+    case Op::Add:
+      return "+";
+    case Op::Sub:
+      return "-";
+    case Op::Mul:
+      return "*";
+    case Op::Div:
+      return "/";
+    case Op::Mod:
+      return "%";
+    case Op::Lt:
+      return "<";
+    case Op::Le:
+      return "<=";
+    case Op::Gt:
+      return ">";
+    case Op::Ge:
+      return ">=";
+    case Op::Eq:
+      return "==";
+    case Op::Ne:
+      return "!=";
+    case Op::And:
+      return "&&";
+    case Op::Or:
+      return "||";
+    default:
+      return "?";
   }
 }
 
@@ -417,16 +483,21 @@ std::string cpp(const ExprNode& n) {
       if (d.find_first_of(".eEni") == std::string::npos) d += ".0";
       return d;
     }
-    case Op::Ident: return n.name;
+    case Op::Ident:
+      return n.name;
     case Op::Call: {
       std::string s = "evotune_" + n.name + "(";
       for (size_t i = 0; i < n.kids.size(); ++i) s += (i ? ", " : "") + cpp(*n.kids[i]);
       return s + ")";
     }
-    case Op::Neg: return "(-" + cpp(*n.kids[0]) + ")";
-    case Op::Not: return "(!" + cpp(*n.kids[0]) + ")";
-    case Op::Cond: return "(" + cpp(*n.kids[0]) + " ? " + cpp(*n.kids[1]) + " : " + cpp(*n.kids[2]) + ")";
-    default: return "(" + cpp(*n.kids[0]) + " " + op_text(n.op) + " " + cpp(*n.kids[1]) + ")";
+    case Op::Neg:
+      return "(-" + cpp(*n.kids[0]) + ")";
+    case Op::Not:
+      return "(!" + cpp(*n.kids[0]) + ")";
+    case Op::Cond:
+      return "(" + cpp(*n.kids[0]) + " ? " + cpp(*n.kids[1]) + " : " + cpp(*n.kids[2]) + ")";
+    default:
+      return "(" + cpp(*n.kids[0]) + " " + op_text(n.op) + " " + cpp(*n.kids[1]) + ")";
   }
 }
 
@@ -464,6 +535,8 @@ std::vector<std::string> Expr::identifiers() const {
   return {names.begin(), names.end()};
 }
 
-std::string Expr::to_cpp() const { return root_ ? cpp(*root_) : std::string(); }
+std::string Expr::to_cpp() const {
+  return root_ ? cpp(*root_) : std::string();
+}
 
 }  // namespace evotune

@@ -18,39 +18,57 @@ namespace evotune {
 
 std::string to_string(ElemType t) {
   switch (t) {
-    case ElemType::elem: return "elem";
-    case ElemType::f16: return "f16";
-    case ElemType::bf16: return "bf16";
-    case ElemType::f32: return "f32";
-    case ElemType::i32: return "i32";
-    case ElemType::u32: return "u32";
-    case ElemType::u8: return "u8";
+    case ElemType::elem:
+      return "elem";
+    case ElemType::f16:
+      return "f16";
+    case ElemType::bf16:
+      return "bf16";
+    case ElemType::f32:
+      return "f32";
+    case ElemType::i32:
+      return "i32";
+    case ElemType::u32:
+      return "u32";
+    case ElemType::u8:
+      return "u8";
   }
   return "?";
 }
 std::string to_string(ScalarType t) {
   switch (t) {
-    case ScalarType::i32: return "i32";
-    case ScalarType::i64: return "i64";
-    case ScalarType::u32: return "u32";
-    case ScalarType::f32: return "f32";
+    case ScalarType::i32:
+      return "i32";
+    case ScalarType::i64:
+      return "i64";
+    case ScalarType::u32:
+      return "u32";
+    case ScalarType::f32:
+      return "f32";
   }
   return "?";
 }
 std::string to_string(ArgRole r) {
   switch (r) {
-    case ArgRole::in: return "in";
-    case ArgRole::out: return "out";
-    case ArgRole::scratch: return "scratch";
+    case ArgRole::in:
+      return "in";
+    case ArgRole::out:
+      return "out";
+    case ArgRole::scratch:
+      return "scratch";
   }
   return "?";
 }
 std::string to_string(InitKind k) {
   switch (k) {
-    case InitKind::normal: return "normal";
-    case InitKind::uniform: return "uniform";
-    case InitKind::zero: return "zero";
-    case InitKind::ones: return "ones";
+    case InitKind::normal:
+      return "normal";
+    case InitKind::uniform:
+      return "uniform";
+    case InitKind::zero:
+      return "zero";
+    case InitKind::ones:
+      return "ones";
   }
   return "?";
 }
@@ -58,9 +76,12 @@ std::string to_string(InitKind k) {
 ElemType resolve_elem(ElemType t, Dtype run_dtype) {
   if (t != ElemType::elem) return t;
   switch (run_dtype) {
-    case Dtype::fp16: return ElemType::f16;
-    case Dtype::bf16: return ElemType::bf16;
-    case Dtype::fp32: return ElemType::f32;
+    case Dtype::fp16:
+      return ElemType::f16;
+    case Dtype::bf16:
+      return ElemType::bf16;
+    case Dtype::fp32:
+      return ElemType::f32;
   }
   return ElemType::f32;
 }
@@ -68,9 +89,12 @@ ElemType resolve_elem(ElemType t, Dtype run_dtype) {
 int elem_bytes(ElemType t, Dtype run_dtype) {
   switch (resolve_elem(t, run_dtype)) {
     case ElemType::f16:
-    case ElemType::bf16: return 2;
-    case ElemType::u8: return 1;
-    default: return 4;
+    case ElemType::bf16:
+      return 2;
+    case ElemType::u8:
+      return 1;
+    default:
+      return 4;
   }
 }
 
@@ -78,12 +102,24 @@ DeviceTraits DeviceTraits::for_arch(int cc) {
   DeviceTraits d;
   d.cc = cc;
   switch (cc) {
-    case 80: d.num_sms = 108; break;
-    case 86: d.num_sms = 84; break;
-    case 89: d.num_sms = 58; break;  // L4
-    case 90: d.num_sms = 132; break;
-    case 100: d.num_sms = 148; break;
-    default: d.num_sms = 100; break;
+    case 80:
+      d.num_sms = 108;
+      break;
+    case 86:
+      d.num_sms = 84;
+      break;
+    case 89:
+      d.num_sms = 58;
+      break;  // L4
+    case 90:
+      d.num_sms = 132;
+      break;
+    case 100:
+      d.num_sms = 148;
+      break;
+    default:
+      d.num_sms = 100;
+      break;
   }
   return d;
 }
@@ -259,7 +295,8 @@ std::optional<std::string> KernelSpec::invalid_reason(const Config& c, const std
     Scope scope(*this, &prob, &c, dev);
     for (const auto& e : constraints) {
       try {
-        if (!scope.eval(e).truthy()) return "violates " + e.text() + (problems.size() > 1 ? " on " + prob.canonical() : "");
+        if (!scope.eval(e).truthy())
+          return "violates " + e.text() + (problems.size() > 1 ? " on " + prob.canonical() : "");
       } catch (const ExprError& err) {
         return std::string("constraint error: ") + err.what();
       }
@@ -298,9 +335,15 @@ std::vector<std::pair<std::string, std::string>> KernelSpec::compile_defines(con
   Scope scope(*this, &p, &c, dev);
   for (const auto& [k, e] : defines) out.emplace_back(k, scope.eval(e).str());
   switch (p.dtype) {
-    case Dtype::fp16: out.emplace_back("EVOTUNE_DTYPE_FP16", "1"); break;
-    case Dtype::bf16: out.emplace_back("EVOTUNE_DTYPE_BF16", "1"); break;
-    case Dtype::fp32: out.emplace_back("EVOTUNE_DTYPE_FP32", "1"); break;
+    case Dtype::fp16:
+      out.emplace_back("EVOTUNE_DTYPE_FP16", "1");
+      break;
+    case Dtype::bf16:
+      out.emplace_back("EVOTUNE_DTYPE_BF16", "1");
+      break;
+    case Dtype::fp32:
+      out.emplace_back("EVOTUNE_DTYPE_FP32", "1");
+      break;
   }
   return out;
 }
@@ -474,10 +517,9 @@ class TomlReader {
 };
 
 ElemType parse_elem(const std::string& s, const TomlReader& r, const std::string& where) {
-  static const std::map<std::string, ElemType> names = {{"elem", ElemType::elem}, {"f16", ElemType::f16},
-                                                        {"bf16", ElemType::bf16}, {"f32", ElemType::f32},
-                                                        {"i32", ElemType::i32},   {"u32", ElemType::u32},
-                                                        {"u8", ElemType::u8}};
+  static const std::map<std::string, ElemType> names = {
+      {"elem", ElemType::elem}, {"f16", ElemType::f16}, {"bf16", ElemType::bf16}, {"f32", ElemType::f32},
+      {"i32", ElemType::i32},   {"u32", ElemType::u32}, {"u8", ElemType::u8}};
   auto it = names.find(s);
   if (it == names.end()) r.fail(where, "unknown buffer type '" + s + "*' (elem, f16, bf16, f32, i32, u32, u8)");
   return it->second;
@@ -496,9 +538,9 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
     throw SpecError(origin + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
                     std::string(e.description()));
   }
-  r.only_keys(root, "top level",
-              {"kernel", "problem", "defines", "param", "lets", "space", "launch", "arg", "reference", "tolerance",
-               "gates"});
+  r.only_keys(
+      root, "top level",
+      {"kernel", "problem", "defines", "param", "lets", "space", "launch", "arg", "reference", "tolerance", "gates"});
 
   KernelSpec s;
   s.origin = origin;
@@ -527,7 +569,8 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   s.include_dirs = r.strings(k, "includes", "[kernel]");
 
   const toml::table& p = *r.table(root, "problem", true, "top level");
-  r.only_keys(p, "[problem]", {"dims", "defaults", "dtypes", "constraints", "example", "flops", "bytes", "check_shapes"});
+  r.only_keys(p, "[problem]",
+              {"dims", "defaults", "dtypes", "constraints", "example", "flops", "bytes", "check_shapes"});
   s.dims = r.strings(p, "dims", "[problem]");
   if (s.dims.empty()) r.fail("[problem]", "'dims' must name at least one dimension");
   if (const toml::table* d = r.table(p, "defaults", false, "[problem]")) {
@@ -560,7 +603,8 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   }
 
   if (const toml::table* d = r.table(root, "defines", false, "top level")) {
-    for (const auto& [name, v] : *d) s.defines.emplace_back(std::string(name.str()), r.expr_of(v, "[defines]." + std::string(name.str())));
+    for (const auto& [name, v] : *d)
+      s.defines.emplace_back(std::string(name.str()), r.expr_of(v, "[defines]." + std::string(name.str())));
   }
 
   const toml::node* params = root.get("param");
@@ -572,7 +616,8 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
     std::string where = "[[param]] " + ps.name;
     r.only_keys(t, where, {"name", "values", "default", "help"});
     const toml::node* vals = t.get("values");
-    if (!vals || !vals->is_array() || vals->as_array()->empty()) r.fail(where, "'values' must be a non-empty array of integers");
+    if (!vals || !vals->is_array() || vals->as_array()->empty())
+      r.fail(where, "'values' must be a non-empty array of integers");
     for (const auto& v : *vals->as_array()) {
       if (!v.is_integer()) r.fail(where, "'values' must hold only integers");
       ps.values.push_back(*v.value<int64_t>());
@@ -581,7 +626,8 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
     if (uniq.size() != ps.values.size()) r.fail(where, "'values' lists a value twice");
     auto def = r.integer(t, "default", where);
     ps.default_value = def.value_or(ps.values.front());
-    if (!uniq.count(ps.default_value)) r.fail(where, "default " + std::to_string(ps.default_value) + " is not one of its values");
+    if (!uniq.count(ps.default_value))
+      r.fail(where, "default " + std::to_string(ps.default_value) + " is not one of its values");
     ps.help = r.str(t, "help", where, false);
     if (s.find_param(ps.name)) r.fail(where, "parameter defined twice");
     if (std::find(s.dims.begin(), s.dims.end(), ps.name) != s.dims.end())
@@ -590,7 +636,8 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   }
 
   if (const toml::table* lets = r.table(root, "lets", false, "top level")) {
-    for (const auto& [name, v] : *lets) s.lets[std::string(name.str())] = r.expr_of(v, "[lets]." + std::string(name.str()));
+    for (const auto& [name, v] : *lets)
+      s.lets[std::string(name.str())] = r.expr_of(v, "[lets]." + std::string(name.str()));
   }
   if (const toml::table* sp = r.table(root, "space", false, "top level")) {
     r.only_keys(*sp, "[space]", {"constraints"});
@@ -602,14 +649,16 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   s.launch = r.launch(l, "[launch]");
 
   const toml::node* args = root.get("arg");
-  if (!args || !args->is_array_of_tables()) r.fail("top level", "missing [[arg]] entries (the kernel's parameters, in order)");
+  if (!args || !args->is_array_of_tables())
+    r.fail("top level", "missing [[arg]] entries (the kernel's parameters, in order)");
   for (const auto& node : *args->as_array()) {
     const toml::table& t = *node.as_table();
     ArgSpec a;
     a.name = r.str(t, "name", "[[arg]]", true);
     std::string where = "[[arg]] " + a.name;
-    r.only_keys(t, where, {"name", "type", "count", "value", "role", "init", "scale", "tensor", "dims", "strides",
-                           "box", "swizzle", "l2_promotion", "enabled", "oob"});
+    r.only_keys(t, where,
+                {"name", "type", "count", "value", "role", "init", "scale", "tensor", "dims", "strides", "box",
+                 "swizzle", "l2_promotion", "enabled", "oob"});
     std::string type = r.str(t, "type", where, true);
     if (type == "tmap") {
       a.is_buffer = false;
@@ -633,27 +682,42 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       a.elem = parse_elem(type.substr(0, type.size() - 1), r, where);
       a.count = r.expr(t, "count", where, true);
       std::string role = r.str(t, "role", where, false, "in");
-      if (role == "in") a.role = ArgRole::in;
-      else if (role == "out") a.role = ArgRole::out;
-      else if (role == "scratch") a.role = ArgRole::scratch;
-      else r.fail(where, "role must be in, out or scratch");
+      if (role == "in")
+        a.role = ArgRole::in;
+      else if (role == "out")
+        a.role = ArgRole::out;
+      else if (role == "scratch")
+        a.role = ArgRole::scratch;
+      else
+        r.fail(where, "role must be in, out or scratch");
       std::string init = r.str(t, "init", where, false, a.role == ArgRole::scratch ? "zero" : "normal");
-      if (init == "normal") a.init = InitKind::normal;
-      else if (init == "uniform") a.init = InitKind::uniform;
-      else if (init == "zero") a.init = InitKind::zero;
-      else if (init == "ones") a.init = InitKind::ones;
-      else r.fail(where, "init must be normal, uniform, zero or ones");
+      if (init == "normal")
+        a.init = InitKind::normal;
+      else if (init == "uniform")
+        a.init = InitKind::uniform;
+      else if (init == "zero")
+        a.init = InitKind::zero;
+      else if (init == "ones")
+        a.init = InitKind::ones;
+      else
+        r.fail(where, "init must be normal, uniform, zero or ones");
       if (const toml::node* sc = t.get("scale")) {
         if (!sc->is_number()) r.fail(where, "scale must be a number");
         a.init_scale = sc->is_integer() ? static_cast<double>(*sc->value<int64_t>()) : *sc->value<double>();
       }
     } else {
       a.is_buffer = false;
-      if (type == "i32") a.scalar = ScalarType::i32;
-      else if (type == "i64") a.scalar = ScalarType::i64;
-      else if (type == "u32") a.scalar = ScalarType::u32;
-      else if (type == "f32") a.scalar = ScalarType::f32;
-      else r.fail(where, "unknown type '" + type + "' (buffers: elem*, f16*, bf16*, f32*, i32*, u32*, u8*; scalars: i32, i64, u32, f32)");
+      if (type == "i32")
+        a.scalar = ScalarType::i32;
+      else if (type == "i64")
+        a.scalar = ScalarType::i64;
+      else if (type == "u32")
+        a.scalar = ScalarType::u32;
+      else if (type == "f32")
+        a.scalar = ScalarType::f32;
+      else
+        r.fail(where, "unknown type '" + type +
+                          "' (buffers: elem*, f16*, bf16*, f32*, i32*, u32*, u8*; scalars: i32, i64, u32, f32)");
       a.value = r.expr(t, "value", where, true);
     }
     for (const auto& other : s.args)
@@ -662,11 +726,13 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   }
   for (const auto& a : s.args) {
     if (!a.is_tmap) continue;
-    bool ok = std::any_of(s.args.begin(), s.args.end(),
-                          [&](const ArgSpec& b) { return b.is_buffer && b.name == a.tmap.tensor && b.role != ArgRole::scratch; });
+    bool ok = std::any_of(s.args.begin(), s.args.end(), [&](const ArgSpec& b) {
+      return b.is_buffer && b.name == a.tmap.tensor && b.role != ArgRole::scratch;
+    });
     if (!ok) r.fail("[[arg]] " + a.name, "tensor '" + a.tmap.tensor + "' is not an in or out buffer [[arg]]");
   }
-  if (std::none_of(s.args.begin(), s.args.end(), [](const ArgSpec& a) { return a.is_buffer && a.role == ArgRole::out; }))
+  if (std::none_of(s.args.begin(), s.args.end(),
+                   [](const ArgSpec& a) { return a.is_buffer && a.role == ArgRole::out; }))
     r.fail("[[arg]]", "no buffer has role = \"out\": nothing to verify");
 
   const toml::table& ref = *r.table(root, "reference", true, "top level");
@@ -693,12 +759,18 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
           continue;
         }
         Expr e = r.expr_of(v, where + "." + kname);
-        if (kname == "max_abs") ts.max_abs = e;
-        else if (kname == "mean_abs") ts.mean_abs = e;
-        else if (kname == "atol") ts.atol = e;
-        else if (kname == "rtol") ts.rtol = e;
-        else if (kname == "max_bad_frac") ts.max_bad_frac = e;
-        else r.fail(where, "unknown key '" + kname + "' (max_abs, mean_abs, atol, rtol, max_bad_frac)");
+        if (kname == "max_abs")
+          ts.max_abs = e;
+        else if (kname == "mean_abs")
+          ts.mean_abs = e;
+        else if (kname == "atol")
+          ts.atol = e;
+        else if (kname == "rtol")
+          ts.rtol = e;
+        else if (kname == "max_bad_frac")
+          ts.max_bad_frac = e;
+        else
+          r.fail(where, "unknown key '" + kname + "' (max_abs, mean_abs, atol, rtol, max_bad_frac)");
       }
       return ts;
     };

@@ -40,12 +40,12 @@ ElemType resolve_elem(ElemType t, Dtype run_dtype);
 // 128-byte `const __grid_constant__` parameter. Dims, strides and box are in
 // elements, innermost first; strides list dims 1..rank-1.
 struct TensorMapSpec {
-  std::string tensor;                 // the buffer [[arg]] it describes
+  std::string tensor;  // the buffer [[arg]] it describes
   std::vector<Expr> dims, strides, box;
-  Expr swizzle;                       // bytes: 0, 32, 64, 128
-  Expr l2_promotion;                  // bytes: 0, 64, 128, 256
-  Expr enabled;                       // false: an all-zero map (the kernel must not use it)
-  bool oob_nan = false;               // out-of-bounds elements read as NaN instead of zero
+  Expr swizzle;          // bytes: 0, 32, 64, 128
+  Expr l2_promotion;     // bytes: 0, 64, 128, 256
+  Expr enabled;          // false: an all-zero map (the kernel must not use it)
+  bool oob_nan = false;  // out-of-bounds elements read as NaN instead of zero
 };
 
 struct ArgSpec {
@@ -53,20 +53,20 @@ struct ArgSpec {
   bool is_buffer = true;
   bool is_tmap = false;
   TensorMapSpec tmap;
-  ElemType elem = ElemType::elem;        // buffers
-  ScalarType scalar = ScalarType::i32;   // scalars
-  Expr count;                            // buffers: number of elements
-  Expr value;                            // scalars
+  ElemType elem = ElemType::elem;       // buffers
+  ScalarType scalar = ScalarType::i32;  // scalars
+  Expr count;                           // buffers: number of elements
+  Expr value;                           // scalars
   ArgRole role = ArgRole::in;
   InitKind init = InitKind::normal;
-  double init_scale = 1.0;               // stddev (normal) or half-range (uniform)
+  double init_scale = 1.0;  // stddev (normal) or half-range (uniform)
 };
 
 struct LaunchSpec {
   std::array<Expr, 3> grid;
   std::array<Expr, 3> block;
-  Expr smem;                             // dynamic shared memory bytes
-  std::array<Expr, 3> cluster;           // empty when the kernel uses no clusters
+  Expr smem;                    // dynamic shared memory bytes
+  std::array<Expr, 3> cluster;  // empty when the kernel uses no clusters
   bool has_cluster() const { return !cluster[0].empty(); }
 };
 
@@ -75,7 +75,7 @@ struct ReferenceSpec {
   std::string source_text;
   std::string entry;
   LaunchSpec launch;
-  std::vector<std::string> args;         // names of the kernel's args, in the reference's order
+  std::vector<std::string> args;  // names of the kernel's args, in the reference's order
 };
 
 struct ToleranceSpec {
@@ -97,7 +97,7 @@ struct LaunchDims {
 // What the device (or the architecture named for compile-only) offers to
 // launch expressions: `cc`, `num_sms`.
 struct DeviceTraits {
-  int cc = 90;        // compute capability × 10
+  int cc = 90;  // compute capability × 10
   int num_sms = 132;
   static DeviceTraits for_arch(int cc);
 };
@@ -109,15 +109,15 @@ struct Tolerances {
 struct KernelSpec {
   // [kernel]
   std::string name, description;
-  std::string origin;        // "builtin" or the spec file's path
-  std::string source_name;   // file name, for compiler messages
+  std::string origin;       // "builtin" or the spec file's path
+  std::string source_name;  // file name, for compiler messages
   std::string source_text;
   std::string entry;
   int min_cc = 70;
-  int max_cc = 0;            // 0: none
-  bool arch_specific = false;  // needs sm_XXa (wgmma, setmaxnreg)
-  std::vector<std::string> options;  // extra NVRTC options
-  std::vector<std::string> include_dirs;  // absolute
+  int max_cc = 0;                                            // 0: none
+  bool arch_specific = false;                                // needs sm_XXa (wgmma, setmaxnreg)
+  std::vector<std::string> options;                          // extra NVRTC options
+  std::vector<std::string> include_dirs;                     // absolute
   std::vector<std::pair<std::string, std::string>> headers;  // include name → text (built-ins)
 
   // [problem]

@@ -47,7 +47,9 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   return r;
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -71,7 +73,9 @@ uint64_t fnv1a64(std::string_view data, uint64_t seed) {
   return h;
 }
 
-std::string hex64(uint64_t v) { return strfmt("%016llx", static_cast<unsigned long long>(v)); }
+std::string hex64(uint64_t v) {
+  return strfmt("%016llx", static_cast<unsigned long long>(v));
+}
 
 std::string strfmt(const char* fmt, ...) {
   va_list ap;

@@ -17,7 +17,9 @@ std::string Config::canonical() const {
   return s;
 }
 
-uint64_t Config::hash() const { return fnv1a64(canonical()); }
+uint64_t Config::hash() const {
+  return fnv1a64(canonical());
+}
 
 Config Config::parse(const std::string& text) {
   Config c;
@@ -42,9 +44,12 @@ int64_t Config::at(const std::string& name) const {
 
 std::string to_string(Dtype d) {
   switch (d) {
-    case Dtype::fp16: return "fp16";
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp32: return "fp32";
+    case Dtype::fp16:
+      return "fp16";
+    case Dtype::bf16:
+      return "bf16";
+    case Dtype::fp32:
+      return "fp32";
   }
   return "?";
 }
@@ -57,7 +62,9 @@ Dtype parse_dtype(const std::string& s) {
   throw UsageError("unknown dtype '" + s + "' (expected fp16, bf16 or fp32)");
 }
 
-int dtype_bytes(Dtype d) { return d == Dtype::fp32 ? 4 : 2; }
+int dtype_bytes(Dtype d) {
+  return d == Dtype::fp32 ? 4 : 2;
+}
 
 std::optional<int64_t> Problem::find(const std::string& name) const {
   for (const auto& [k, v] : dims)
@@ -92,14 +99,22 @@ std::string Problem::canonical() const {
 
 std::string to_string(TrialStatus s) {
   switch (s) {
-    case TrialStatus::ok: return "ok";
-    case TrialStatus::invalid: return "invalid";
-    case TrialStatus::compile_error: return "compile_error";
-    case TrialStatus::resource_rejected: return "resource_rejected";
-    case TrialStatus::launch_error: return "launch_error";
-    case TrialStatus::crashed: return "crashed";
-    case TrialStatus::timeout: return "timeout";
-    case TrialStatus::incorrect: return "incorrect";
+    case TrialStatus::ok:
+      return "ok";
+    case TrialStatus::invalid:
+      return "invalid";
+    case TrialStatus::compile_error:
+      return "compile_error";
+    case TrialStatus::resource_rejected:
+      return "resource_rejected";
+    case TrialStatus::launch_error:
+      return "launch_error";
+    case TrialStatus::crashed:
+      return "crashed";
+    case TrialStatus::timeout:
+      return "timeout";
+    case TrialStatus::incorrect:
+      return "incorrect";
   }
   return "?";
 }
@@ -162,8 +177,8 @@ void from_json(const nlohmann::json& j, Resources& r) {
 }
 
 void to_json(nlohmann::json& j, const ErrorStats& e) {
-  j = {{"max_abs", e.max_abs},     {"mean_abs", e.mean_abs},   {"bad_frac", e.bad_frac},
-       {"rel_l2", e.rel_l2},       {"nan_count", e.nan_count}, {"unwritten", e.unwritten}};
+  j = {{"max_abs", e.max_abs}, {"mean_abs", e.mean_abs},   {"bad_frac", e.bad_frac},
+       {"rel_l2", e.rel_l2},   {"nan_count", e.nan_count}, {"unwritten", e.unwritten}};
 }
 void from_json(const nlohmann::json& j, ErrorStats& e) {
   e.max_abs = j.value("max_abs", 0.0);
@@ -175,9 +190,9 @@ void from_json(const nlohmann::json& j, ErrorStats& e) {
 }
 
 void to_json(nlohmann::json& j, const Measurement& m) {
-  j = {{"problem", m.problem}, {"p50_us", m.p50_us},   {"p90_us", m.p90_us},
-       {"min_us", m.min_us},   {"mean_us", m.mean_us}, {"cv", m.cv},
-       {"samples", m.samples}, {"aborted_early", m.aborted_early}, {"err", m.err}};
+  j = {{"problem", m.problem}, {"p50_us", m.p50_us}, {"p90_us", m.p90_us},   {"min_us", m.min_us},
+       {"mean_us", m.mean_us}, {"cv", m.cv},         {"samples", m.samples}, {"aborted_early", m.aborted_early},
+       {"err", m.err}};
 }
 void from_json(const nlohmann::json& j, Measurement& m) {
   m.problem = j.value("problem", 0);

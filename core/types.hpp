@@ -92,9 +92,9 @@ struct Trial {
   bool cache_hit = false;  // cubin came from the compile cache
   Resources res;
   std::vector<Measurement> per_problem;
-  double fitness = 0;  // geometric mean of p50 over problems (µs); only for ok
+  double fitness = 0;   // geometric mean of p50 over problems (µs); only for ok
   double final_us = 0;  // the same after the final interleaved re-timing; 0 if not re-timed
-  int device = -1;     // GPU ordinal that measured it, -1 if none
+  int device = -1;      // GPU ordinal that measured it, -1 if none
   std::string created_at;
 
   bool ok() const { return status == TrialStatus::ok; }

@@ -21,8 +21,10 @@ CompileCache& CompileCache::global() {
 
 CompileCache::CompileCache() {
   if (const char* d = std::getenv("EVOTUNE_CACHE_DIR")) {
-    if (std::string(d) == "off" || std::string(d).empty()) enabled_ = false;
-    else dir_ = d;
+    if (std::string(d) == "off" || std::string(d).empty())
+      enabled_ = false;
+    else
+      dir_ = d;
   } else if (const char* x = std::getenv("XDG_CACHE_HOME")) {
     dir_ = std::string(x) + "/evotune";
   } else if (const char* h = std::getenv("HOME")) {

@@ -1,13 +1,12 @@
 #include "engine/compile_service.hpp"
 
-
 #include <chrono>
 #include <csignal>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "engine/child_process.hpp"
 #include "core/strings.hpp"
+#include "engine/child_process.hpp"
 #include "engine/compile_cache.hpp"
 
 namespace evotune {
@@ -16,8 +15,12 @@ namespace {
 
 Message encode(const CompileRequest& r) {
   Message m;
-  m.header = {{"type", "compile"},   {"source_name", r.source_name}, {"entry", r.entry},
-              {"defines", r.defines}, {"arch", r.arch},              {"options", r.options},
+  m.header = {{"type", "compile"},
+              {"source_name", r.source_name},
+              {"entry", r.entry},
+              {"defines", r.defines},
+              {"arch", r.arch},
+              {"options", r.options},
               {"include_dirs", r.include_dirs}};
   nlohmann::json names = nlohmann::json::array();
   m.blobs.push_back(r.source);
@@ -89,8 +92,8 @@ CompileResult CompileService::compile(const CompileRequest& req) {
       res.log = "the compiler process failed: " + rep.header.value("error", std::string("unknown error"));
     } else if (rs == ReadStatus::timeout) {
       child.kill();
-      res.log = strfmt("NVRTC did not finish within %.0f s (--compile-timeout); the compiler process was killed",
-                       timeout_s_);
+      res.log =
+          strfmt("NVRTC did not finish within %.0f s (--compile-timeout); the compiler process was killed", timeout_s_);
     } else {
       res.log = "the compiler process " + child.describe_exit() + " while compiling";
       child.kill();
@@ -119,7 +122,8 @@ int compile_worker_main(int in_fd, int out_fd) {
     Message rep;
     try {
       CompileResult r = compile(decode(req));
-      rep.header = {{"type", "compiled"}, {"ok", r.ok}, {"log", r.log}, {"resources", r.res}, {"compile_ms", r.compile_ms}};
+      rep.header = {
+          {"type", "compiled"}, {"ok", r.ok}, {"log", r.log}, {"resources", r.res}, {"compile_ms", r.compile_ms}};
       if (r.ok) rep.blobs.push_back(r.cubin);
     } catch (const std::exception& e) {
       rep.header = {{"type", "error"}, {"error", e.what()}};

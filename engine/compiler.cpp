@@ -98,8 +98,10 @@ std::string arch_for(int cc, bool arch_specific) {
 
 std::pair<int, bool> parse_arch(const std::string& arch) {
   std::string s = to_lower(trim(arch));
-  if (starts_with(s, "sm_")) s = s.substr(3);
-  else if (starts_with(s, "compute_")) s = s.substr(8);
+  if (starts_with(s, "sm_"))
+    s = s.substr(3);
+  else if (starts_with(s, "compute_"))
+    s = s.substr(8);
   bool specific = !s.empty() && s.back() == 'a';
   if (specific) s.pop_back();
   auto v = parse_int(s);
@@ -145,8 +147,12 @@ CompileResult compile(const CompileRequest& req) {
   // --no-cache: NVRTC 12.9+ may serve a cubin from the driver's compute
   // cache without running ptxas, and then the log has no resource report.
   // evotune's own cache (which keeps the report) stands in for it.
-  std::vector<std::string> opts = {"--gpu-architecture=" + req.arch, "-std=c++17", "--ptxas-options=-v",
-                                   "-lineinfo", "-default-device", "--no-cache"};
+  std::vector<std::string> opts = {"--gpu-architecture=" + req.arch,
+                                   "-std=c++17",
+                                   "--ptxas-options=-v",
+                                   "-lineinfo",
+                                   "-default-device",
+                                   "--no-cache"};
   std::string inc = cuda_include_dir();
   if (!inc.empty()) opts.push_back("-I" + inc);
   for (const auto& d : req.include_dirs) opts.push_back("-I" + d);

@@ -16,9 +16,9 @@ namespace evotune {
 struct CompileRequest {
   std::string source_name;  // for messages: "kernel.cu"
   std::string source;
-  std::string entry;        // must appear in the ptxas report
+  std::string entry;  // must appear in the ptxas report
   std::vector<std::pair<std::string, std::string>> defines;
-  std::string arch;         // "sm_90a", "sm_80"
+  std::string arch;  // "sm_90a", "sm_80"
   std::vector<std::string> options;
   std::vector<std::string> include_dirs;
   std::vector<std::pair<std::string, std::string>> headers;  // include name → text
@@ -30,8 +30,8 @@ struct CompileRequest {
 struct CompileResult {
   bool ok = false;
   std::string cubin;
-  std::string log;          // NVRTC + ptxas output (the whole log on failure)
-  Resources res;            // registers, static smem, spills, stack of `entry`
+  std::string log;  // NVRTC + ptxas output (the whole log on failure)
+  Resources res;    // registers, static smem, spills, stack of `entry`
   double compile_ms = 0;
   bool cache_hit = false;
 };

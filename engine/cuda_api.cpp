@@ -14,7 +14,8 @@ void resolve(const char* name, F& fn, bool required) {
   cudaDriverEntryPointQueryResult status{};
   cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &status);
   if (e != cudaSuccess || status != cudaDriverEntryPointSuccess || p == nullptr) {
-    if (required) throw NoDeviceError(std::string("CUDA driver function ") + name + " is unavailable: " + error_text(e));
+    if (required)
+      throw NoDeviceError(std::string("CUDA driver function ") + name + " is unavailable: " + error_text(e));
     return;
   }
   fn = reinterpret_cast<F>(p);
@@ -110,17 +111,23 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-Stream::Stream() { check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+Stream::Stream() {
+  check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate");
+}
 Stream::~Stream() {
   if (s_) cudaStreamDestroy(s_);
 }
 
-Event::Event() { check(cudaEventCreate(&e_), "cudaEventCreate"); }
+Event::Event() {
+  check(cudaEventCreate(&e_), "cudaEventCreate");
+}
 Event::~Event() {
   if (e_) cudaEventDestroy(e_);
 }
 
-Module::Module(const std::string& cubin) { check(driver().moduleLoadData(&mod_, cubin.data()), "cuModuleLoadData"); }
+Module::Module(const std::string& cubin) {
+  check(driver().moduleLoadData(&mod_, cubin.data()), "cuModuleLoadData");
+}
 
 CUfunction Module::function(const std::string& entry) const {
   CUfunction fn = nullptr;

@@ -10,13 +10,13 @@ namespace evotune {
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;
-  std::string uuid;          // "GPU-xxxxxxxx-..."
-  int cc = 0;                // 90
+  std::string uuid;  // "GPU-xxxxxxxx-..."
+  int cc = 0;        // 90
   int num_sms = 0;
   long long l2_bytes = 0;
   long long smem_optin = 0;  // max dynamic+static shared memory per block
   long long mem_bytes = 0;
-  int driver_version = 0;    // e.g. 13000
+  int driver_version = 0;  // e.g. 13000
   int runtime_version = 0;
 };
 

@@ -20,14 +20,19 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-int elem_code(ElemType e) { return static_cast<int>(e); }
+int elem_code(ElemType e) {
+  return static_cast<int>(e);
+}
 
 size_t elem_size(ElemType e) {
   switch (e) {
     case ElemType::f16:
-    case ElemType::bf16: return 2;
-    case ElemType::u8: return 1;
-    default: return 4;
+    case ElemType::bf16:
+      return 2;
+    case ElemType::u8:
+      return 1;
+    default:
+      return 4;
   }
 }
 
@@ -39,8 +44,7 @@ unsigned grid_for(int64_t n, int num_sms) {
 // Why the geometry cannot be launched at all, or empty.
 std::string geometry_problem(const LaunchDims& d) {
   for (int i = 0; i < 3; ++i)
-    if (d.grid[i] < 1 || d.block[i] < 1 || d.cluster[i] < 1)
-      return "launch geometry has a dimension below 1";
+    if (d.grid[i] < 1 || d.block[i] < 1 || d.cluster[i] < 1) return "launch geometry has a dimension below 1";
   if (d.grid[0] > 2147483647LL || d.grid[1] > 65535 || d.grid[2] > 65535)
     return strfmt("grid (%lld,%lld,%lld) exceeds the device's limits", static_cast<long long>(d.grid[0]),
                   static_cast<long long>(d.grid[1]), static_cast<long long>(d.grid[2]));
@@ -56,12 +60,18 @@ std::string geometry_problem(const LaunchDims& d) {
 
 CUtensorMapDataType tmap_type(ElemType e) {
   switch (e) {
-    case ElemType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    case ElemType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-    case ElemType::f32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-    case ElemType::i32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
-    case ElemType::u32: return CU_TENSOR_MAP_DATA_TYPE_UINT32;
-    default: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case ElemType::f16:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case ElemType::bf16:
+      return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case ElemType::f32:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case ElemType::i32:
+      return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case ElemType::u32:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+    default:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   }
 }
 
@@ -72,16 +82,20 @@ void encode_tmap(CUtensorMap& m, const TensorMapPlan& t, void* base) {
   if (!t.enabled) return;
   const cuda::DriverApi& d = cuda::driver();
   if (!d.tensorMapEncodeTiled) throw EngineError("this CUDA driver has no cuTensorMapEncodeTiled (TMA needs sm_90)");
-  auto swz = t.swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : t.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-           : t.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
-  auto l2 = t.l2_promotion == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : t.l2_promotion == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-          : t.l2_promotion == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+  auto swz = t.swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+             : t.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+             : t.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                               : CU_TENSOR_MAP_SWIZZLE_NONE;
+  auto l2 = t.l2_promotion == 256   ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+            : t.l2_promotion == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+            : t.l2_promotion == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                                    : CU_TENSOR_MAP_L2_PROMOTION_NONE;
   std::vector<cuuint64_t> dims(t.dims.begin(), t.dims.end()), strides(t.strides_bytes.begin(), t.strides_bytes.end());
   std::vector<cuuint32_t> box(t.box.begin(), t.box.end()), estride(t.dims.size(), 1);
-  CUresult r = d.tensorMapEncodeTiled(&m, tmap_type(t.elem), static_cast<cuuint32_t>(dims.size()), base, dims.data(),
-                                      strides.data(), box.data(), estride.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swz, l2,
-                                      t.oob_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
-                                                : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  CUresult r = d.tensorMapEncodeTiled(
+      &m, tmap_type(t.elem), static_cast<cuuint32_t>(dims.size()), base, dims.data(), strides.data(), box.data(),
+      estride.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swz, l2,
+      t.oob_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) throw EngineError("cuTensorMapEncodeTiled over " + t.buffer + ": " + cuda::error_text(r));
 }
 
@@ -144,8 +158,8 @@ struct GpuSession::Launcher {
     const cuda::DriverApi& d = cuda::driver();
     auto u = [](int64_t v) { return static_cast<unsigned>(v); };
     if (dims.cluster[0] * dims.cluster[1] * dims.cluster[2] == 1)
-      return d.launchKernel(fn, u(dims.grid[0]), u(dims.grid[1]), u(dims.grid[2]), u(dims.block[0]),
-                            u(dims.block[1]), u(dims.block[2]), u(dims.smem), stream, params.data(), nullptr);
+      return d.launchKernel(fn, u(dims.grid[0]), u(dims.grid[1]), u(dims.grid[2]), u(dims.block[0]), u(dims.block[1]),
+                            u(dims.block[2]), u(dims.smem), stream, params.data(), nullptr);
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr.value.clusterDim.x = u(dims.cluster[0]);
@@ -194,7 +208,8 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
     for (const BufferPlan& b : ps.buffers) {
       cuda::DeviceBuffer buf(static_cast<size_t>(b.count) * elem_size(b.elem));
       if (b.role == ArgRole::in)
-        fill(buf, b.elem, b.count, b.init, b.scale, req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + b.salt);
+        fill(buf, b.elem, b.count, b.init, b.scale,
+             req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + b.salt);
       else
         poison(buf, b.elem, b.count);
       st.buffers.emplace(b.name, std::move(buf));
@@ -225,7 +240,9 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
 
 GpuSession::~GpuSession() = default;
 
-void GpuSession::sync(const char* what) { cuda::check(cudaStreamSynchronize(stream_->get()), what); }
+void GpuSession::sync(const char* what) {
+  cuda::check(cudaStreamSynchronize(stream_->get()), what);
+}
 
 void GpuSession::fill(const cuda::DeviceBuffer& buf, ElemType elem, int64_t count, InitKind init, double scale,
                       uint64_t seed) {
@@ -236,9 +253,9 @@ void GpuSession::fill(const cuda::DeviceBuffer& buf, ElemType elem, int64_t coun
   float sc = static_cast<float>(scale);
   unsigned long long sd = seed;
   void* args[] = {&p, &n, &e, &k, &sc, &sd};
-  cuda::check(cuda::driver().launchKernel(fill_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args,
-                                          nullptr),
-              "evotune_fill");
+  cuda::check(
+      cuda::driver().launchKernel(fill_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args, nullptr),
+      "evotune_fill");
 }
 
 void GpuSession::poison(const cuda::DeviceBuffer& buf, ElemType elem, int64_t count) {
@@ -247,9 +264,9 @@ void GpuSession::poison(const cuda::DeviceBuffer& buf, ElemType elem, int64_t co
   long long n = count;
   int e = elem_code(elem);
   void* args[] = {&p, &n, &e};
-  cuda::check(cuda::driver().launchKernel(poison_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args,
-                                          nullptr),
-              "evotune_poison");
+  cuda::check(
+      cuda::driver().launchKernel(poison_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args, nullptr),
+      "evotune_poison");
 }
 
 unsigned long long GpuSession::checksum(const cuda::DeviceBuffer& buf) {
@@ -280,9 +297,9 @@ ErrorStats GpuSession::compare(const cuda::DeviceBuffer& out, ElemType elem, con
   void* acc = stats_.get();
   void* counts = static_cast<char*>(stats_.get()) + 32;
   void* args[] = {&o, &e, &r, &n, &atol, &rtol, &acc, &counts};
-  cuda::check(cuda::driver().launchKernel(compare_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args,
-                                          nullptr),
-              "evotune_compare");
+  cuda::check(
+      cuda::driver().launchKernel(compare_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args, nullptr),
+      "evotune_compare");
   double acc_h[4] = {};
   unsigned long long cnt[3] = {};
   cuda::check(cudaMemcpyAsync(acc_h, stats_.get(), 32, cudaMemcpyDeviceToHost, stream_->get()), "cudaMemcpyAsync");
@@ -301,10 +318,12 @@ ErrorStats GpuSession::compare(const cuda::DeviceBuffer& out, ElemType elem, con
 
 std::string verdict(const ErrorStats& e, const Tolerances& tol, int64_t count) {
   std::vector<std::string> why;
-  if (e.unwritten > 0) why.push_back(strfmt("%lld of %lld elements never written", static_cast<long long>(e.unwritten),
-                                            static_cast<long long>(count)));
+  if (e.unwritten > 0)
+    why.push_back(strfmt("%lld of %lld elements never written", static_cast<long long>(e.unwritten),
+                         static_cast<long long>(count)));
   if (e.nan_count > 0) why.push_back(strfmt("%lld NaN/Inf elements", static_cast<long long>(e.nan_count)));
-  if (tol.max_abs > 0 && e.max_abs > tol.max_abs) why.push_back(strfmt("max abs error %.4g > %.4g", e.max_abs, tol.max_abs));
+  if (tol.max_abs > 0 && e.max_abs > tol.max_abs)
+    why.push_back(strfmt("max abs error %.4g > %.4g", e.max_abs, tol.max_abs));
   if (tol.mean_abs > 0 && e.mean_abs > tol.mean_abs)
     why.push_back(strfmt("mean abs error %.4g > %.4g", e.mean_abs, tol.mean_abs));
   if (e.unwritten == 0 && e.nan_count == 0 && e.bad_frac > tol.max_bad_frac)
@@ -458,8 +477,8 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
     int warm = static_cast<int>(std::clamp(to.warmup_ms / est_ms, 1.0, 2000.0));
     for (int i = 0; i < warm; ++i)
       if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
-    int want = static_cast<int>(std::clamp(to.target_ms / est_ms, static_cast<double>(to.min_samples),
-                                           static_cast<double>(to.max_samples)));
+    int want = static_cast<int>(
+        std::clamp(to.target_ms / est_ms, static_cast<double>(to.min_samples), static_cast<double>(to.max_samples)));
     std::vector<double> samples;
     Measurement& m = reply.per_problem[pi];
     unsigned char flush_value = 0;
@@ -467,19 +486,19 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
       int batch = std::min(want - static_cast<int>(samples.size()), std::max(to.min_samples, 1));
       size_t base = samples.size();
       for (int k = 0; k < batch; ++k) {
-        if (to.flush_l2 && flush_.get())
-          cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
+        if (to.flush_l2 && flush_.get()) cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
         cudaEventRecord(starts[base + static_cast<size_t>(k)].get(), s);
         if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
         cudaEventRecord(stops[base + static_cast<size_t>(k)].get(), s);
       }
       e = cudaStreamSynchronize(s);
       if (e != cudaSuccess)
-        return fail(TrialStatus::crashed, problems_[pi].setup.label + ": kernel failed while timing: " + cuda::error_text(e),
-                    true);
+        return fail(TrialStatus::crashed,
+                    problems_[pi].setup.label + ": kernel failed while timing: " + cuda::error_text(e), true);
       for (int k = 0; k < batch; ++k) {
         float t = 0;
-        cudaEventElapsedTime(&t, starts[base + static_cast<size_t>(k)].get(), stops[base + static_cast<size_t>(k)].get());
+        cudaEventElapsedTime(&t, starts[base + static_cast<size_t>(k)].get(),
+                             stops[base + static_cast<size_t>(k)].get());
         samples.push_back(static_cast<double>(t) * 1000.0);
       }
       double abort_us = pi < req.abort_us.size() ? req.abort_us[pi] : 0;

@@ -17,8 +17,13 @@ E enum_from(const nlohmann::json& j) {
 }  // namespace
 
 void to_json(nlohmann::json& j, const BufferPlan& b) {
-  j = {{"name", b.name},   {"elem", static_cast<int>(b.elem)}, {"count", b.count}, {"role", static_cast<int>(b.role)},
-       {"init", static_cast<int>(b.init)}, {"scale", b.scale}, {"salt", b.salt}};
+  j = {{"name", b.name},
+       {"elem", static_cast<int>(b.elem)},
+       {"count", b.count},
+       {"role", static_cast<int>(b.role)},
+       {"init", static_cast<int>(b.init)},
+       {"scale", b.scale},
+       {"salt", b.salt}};
 }
 void from_json(const nlohmann::json& j, BufferPlan& b) {
   b.name = j.at("name");
@@ -31,8 +36,10 @@ void from_json(const nlohmann::json& j, BufferPlan& b) {
 }
 
 void to_json(nlohmann::json& j, const TensorMapPlan& t) {
-  j = {{"buffer", t.buffer},   {"elem", static_cast<int>(t.elem)}, {"dims", t.dims},       {"strides", t.strides_bytes},
-       {"box", t.box},         {"swizzle", t.swizzle},             {"l2", t.l2_promotion}, {"oob_nan", t.oob_nan},
+  j = {{"buffer", t.buffer},   {"elem", static_cast<int>(t.elem)},
+       {"dims", t.dims},       {"strides", t.strides_bytes},
+       {"box", t.box},         {"swizzle", t.swizzle},
+       {"l2", t.l2_promotion}, {"oob_nan", t.oob_nan},
        {"enabled", t.enabled}};
 }
 void from_json(const nlohmann::json& j, TensorMapPlan& t) {
@@ -93,7 +100,10 @@ void from_json(const nlohmann::json& j, LaunchPlan& l) {
 }
 
 void to_json(nlohmann::json& j, const Tolerances& t) {
-  j = {{"max_abs", t.max_abs}, {"mean_abs", t.mean_abs}, {"atol", t.atol}, {"rtol", t.rtol},
+  j = {{"max_abs", t.max_abs},
+       {"mean_abs", t.mean_abs},
+       {"atol", t.atol},
+       {"rtol", t.rtol},
        {"max_bad_frac", t.max_bad_frac}};
 }
 void from_json(const nlohmann::json& j, Tolerances& t) {
@@ -118,8 +128,8 @@ void from_json(const nlohmann::json& j, ProblemSetup& p) {
 }
 
 void to_json(nlohmann::json& j, const TimingOptions& t) {
-  j = {{"warmup_ms", t.warmup_ms},   {"min_samples", t.min_samples}, {"max_samples", t.max_samples},
-       {"target_ms", t.target_ms},   {"flush_l2", t.flush_l2},       {"flush_bytes_factor", t.flush_bytes_factor}};
+  j = {{"warmup_ms", t.warmup_ms}, {"min_samples", t.min_samples}, {"max_samples", t.max_samples},
+       {"target_ms", t.target_ms}, {"flush_l2", t.flush_l2},       {"flush_bytes_factor", t.flush_bytes_factor}};
 }
 void from_json(const nlohmann::json& j, TimingOptions& t) {
   t.warmup_ms = j.at("warmup_ms");
@@ -131,8 +141,8 @@ void from_json(const nlohmann::json& j, TimingOptions& t) {
 }
 
 void to_json(nlohmann::json& j, const EvalReply& r) {
-  j = {{"status", to_string(r.status)}, {"error", r.error},         {"per_problem", r.per_problem},
-       {"verify_ms", r.verify_ms},      {"bench_ms", r.bench_ms},   {"restart", r.worker_must_restart}};
+  j = {{"status", to_string(r.status)}, {"error", r.error},       {"per_problem", r.per_problem},
+       {"verify_ms", r.verify_ms},      {"bench_ms", r.bench_ms}, {"restart", r.worker_must_restart}};
 }
 void from_json(const nlohmann::json& j, EvalReply& r) {
   r.status = parse_status(j.at("status"));

@@ -33,8 +33,8 @@ struct TensorMapPlan {
   std::vector<uint64_t> dims;           // elements, innermost first
   std::vector<uint64_t> strides_bytes;  // dims 1..rank-1
   std::vector<uint32_t> box;
-  int swizzle = 0;                      // bytes
-  int l2_promotion = 128;               // bytes
+  int swizzle = 0;         // bytes
+  int l2_promotion = 128;  // bytes
   bool oob_nan = false;
   bool enabled = true;
 };
@@ -42,12 +42,12 @@ struct TensorMapPlan {
 // One kernel argument.
 struct ArgPlan {
   enum class Kind { buffer, scratch, scalar, tmap } kind = Kind::scalar;
-  TensorMapPlan tmap;       // Kind::tmap
-  std::string buffer;       // Kind::buffer: a BufferPlan name of the problem
-  int scratch = -1;         // Kind::scratch: index into LaunchPlan::scratch
+  TensorMapPlan tmap;  // Kind::tmap
+  std::string buffer;  // Kind::buffer: a BufferPlan name of the problem
+  int scratch = -1;    // Kind::scratch: index into LaunchPlan::scratch
   ScalarType type = ScalarType::i32;
-  int64_t i = 0;            // integer scalars
-  double f = 0;             // f32 scalars
+  int64_t i = 0;  // integer scalars
+  double f = 0;   // f32 scalars
 };
 
 // A scratch buffer allocated (zero-filled) for one trial.
@@ -58,7 +58,7 @@ struct ScratchPlan {
 };
 
 struct LaunchPlan {
-  int cubin = 0;            // index into the request's cubins
+  int cubin = 0;  // index into the request's cubins
   std::string entry;
   LaunchDims dims;
   std::vector<ArgPlan> args;
@@ -67,20 +67,20 @@ struct LaunchPlan {
 
 // One problem as the worker sees it.
 struct ProblemSetup {
-  std::string label;                    // "M=4096,N=4096,K=4096 bf16"
-  std::vector<BufferPlan> buffers;      // in + out buffers of the kernel
-  LaunchPlan reference;                 // `out` args point at "<name>.ref" (f32)
-  std::vector<std::string> outputs;     // names of the out buffers to verify
+  std::string label;                 // "M=4096,N=4096,K=4096 bf16"
+  std::vector<BufferPlan> buffers;   // in + out buffers of the kernel
+  LaunchPlan reference;              // `out` args point at "<name>.ref" (f32)
+  std::vector<std::string> outputs;  // names of the out buffers to verify
   Tolerances tol;
-  bool timed = true;                    // false: a check shape, verified only
+  bool timed = true;  // false: a check shape, verified only
 };
 
 struct TimingOptions {
-  double warmup_ms = 25;       // launches before sampling, by time
+  double warmup_ms = 25;  // launches before sampling, by time
   int min_samples = 10;
   int max_samples = 200;
-  double target_ms = 100;      // stop sampling once kernel time summed reaches this
-  bool flush_l2 = true;        // flush L2 before every timed launch
+  double target_ms = 100;           // stop sampling once kernel time summed reaches this
+  bool flush_l2 = true;             // flush L2 before every timed launch
   double flush_bytes_factor = 2.0;  // flush buffer = factor × L2 size
 };
 
@@ -88,7 +88,7 @@ struct SetupRequest {
   int device = 0;
   uint64_t seed = 1;
   TimingOptions timing;
-  std::vector<std::string> cubins;      // support kernels [0] and references
+  std::vector<std::string> cubins;  // support kernels [0] and references
   std::vector<ProblemSetup> problems;
 };
 
@@ -100,8 +100,8 @@ struct SetupReply {
 
 struct EvalRequest {
   std::vector<std::string> cubins;
-  std::vector<LaunchPlan> launches;     // one per problem of the setup, same order
-  std::vector<double> abort_us;         // per problem: stop timing once p50 exceeds this (0: never)
+  std::vector<LaunchPlan> launches;  // one per problem of the setup, same order
+  std::vector<double> abort_us;      // per problem: stop timing once p50 exceeds this (0: never)
 };
 
 struct EvalReply {
@@ -109,7 +109,7 @@ struct EvalReply {
   std::string error;
   std::vector<Measurement> per_problem;  // verify errors for every problem, timing for timed ones
   double verify_ms = 0, bench_ms = 0;
-  bool worker_must_restart = false;     // the context is poisoned
+  bool worker_must_restart = false;  // the context is poisoned
 };
 
 void to_json(nlohmann::json& j, const BufferPlan& b);

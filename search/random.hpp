@@ -16,8 +16,12 @@ inline size_t uniform_index(std::mt19937_64& rng, size_t n) {
 }
 
 // Uniform in [0, 1) with 53 random bits.
-inline double uniform_unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+inline double uniform_unit(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
 
-inline bool chance(std::mt19937_64& rng, double p) { return uniform_unit(rng) < p; }
+inline bool chance(std::mt19937_64& rng, double p) {
+  return uniform_unit(rng) < p;
+}
 
 }  // namespace evotune

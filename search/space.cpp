@@ -14,7 +14,9 @@ std::optional<std::string> SearchSpace::invalid_reason(const Config& c) const {
   return spec_->invalid_reason(c, problems_, dev_);
 }
 
-double SearchSpace::total_size() const { return spec_->space_size(); }
+double SearchSpace::total_size() const {
+  return spec_->space_size();
+}
 
 const std::vector<Config>* SearchSpace::enumerate_valid(size_t limit) const {
   if (total_size() > static_cast<double>(limit)) return nullptr;
@@ -53,8 +55,7 @@ size_t SearchSpace::value_index(const Config& c, size_t param) const {
   auto it = c.values.find(p.name);
   if (it == c.values.end()) throw UsageError("config " + c.canonical() + " has no parameter " + p.name);
   auto pos = std::find(p.values.begin(), p.values.end(), it->second);
-  if (pos == p.values.end())
-    throw UsageError(p.name + "=" + std::to_string(it->second) + " is not one of its values");
+  if (pos == p.values.end()) throw UsageError(p.name + "=" + std::to_string(it->second) + " is not one of its values");
   return static_cast<size_t>(pos - p.values.begin());
 }
 

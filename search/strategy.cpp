@@ -37,8 +37,7 @@ std::optional<uint64_t> walk_rank(const SearchSpace& space, const Config& c) {
 // without rejection. Removal is O(log n): swap with the last unseen slot.
 class UnseenPool {
  public:
-  UnseenPool(const SearchSpace& space, const std::vector<Config>& all,
-             const std::unordered_set<std::string>& seen)
+  UnseenPool(const SearchSpace& space, const std::vector<Config>& all, const std::unordered_set<std::string>& seen)
       : space_(space), all_(all), slot_(all.size(), kAbsent) {
     for (size_t i = 0; i < all.size(); ++i) {
       if (seen.count(all[i].canonical())) continue;
@@ -300,9 +299,12 @@ class EvoStrategy : public StrategyBase {
     size_t at = space_.value_index(c, param);
     size_t to;
     if (chance(rng_, opts_.neighbour_rate)) {
-      if (at == 0) to = 1;
-      else if (at == n - 1) to = n - 2;
-      else to = chance(rng_, 0.5) ? at - 1 : at + 1;
+      if (at == 0)
+        to = 1;
+      else if (at == n - 1)
+        to = n - 2;
+      else
+        to = chance(rng_, 0.5) ? at - 1 : at + 1;
     } else {
       to = uniform_index(rng_, n - 1);
       if (to >= at) ++to;

@@ -23,8 +23,8 @@ namespace evotune {
 
 struct StrategyOptions {
   uint64_t seed = 1;
-  int elites = 6;              // K: the population that always survives
-  int initial_random = 16;     // random configs before evolution starts
+  int elites = 6;           // K: the population that always survives
+  int initial_random = 16;  // random configs before evolution starts
   int tournament = 3;
   double crossover_rate = 0.7;
   double neighbour_rate = 0.7;  // mutation to a neighbouring value vs a random one
@@ -47,7 +47,6 @@ class Strategy {
 };
 
 // name: "evo", "random" or "exhaustive"; throws UsageError for others.
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space,
-                                        const StrategyOptions& opts);
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, const StrategyOptions& opts);
 
 }  // namespace evotune

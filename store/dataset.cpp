@@ -18,9 +18,9 @@ const Trial* Dataset::find(const Config& c) const {
 }
 
 std::string write_dataset(const RunInfo& run, const std::vector<Trial>& trials, const std::string& source) {
-  nlohmann::json j = {{"format", kFormat},         {"version", kVersion},          {"kernel", run.kernel},
-                      {"spec_hash", run.spec_hash}, {"problems", run.problems},     {"dtype", run.dtype},
-                      {"device", run.device},       {"source", source},             {"trials", nlohmann::json::array()}};
+  nlohmann::json j = {{"format", kFormat},          {"version", kVersion},      {"kernel", run.kernel},
+                      {"spec_hash", run.spec_hash}, {"problems", run.problems}, {"dtype", run.dtype},
+                      {"device", run.device},       {"source", source},         {"trials", nlohmann::json::array()}};
   for (const Trial& t : trials) {
     nlohmann::json x = t;
     x.erase("id");

@@ -20,7 +20,7 @@ struct Dataset {
   std::vector<Problem> problems;
   std::string dtype;
   DeviceRecord device;
-  std::string source;                 // "run 7 of evotune.db, 2026-11-21T..."
+  std::string source;  // "run 7 of evotune.db, 2026-11-21T..."
   std::vector<Trial> trials;
   std::map<std::string, size_t> by_config;  // canonical config → index into trials
 

@@ -29,12 +29,14 @@ bool is_identifier(const std::string& s) {
 
 bool is_cpp_keyword(const std::string& s) {
   static const std::set<std::string> kw = {
-      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
-      "constexpr", "continue", "default", "delete", "do", "double", "else", "enum", "explicit", "export", "extern",
-      "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
-      "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public", "register", "return",
-      "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "true", "try",
-      "typedef", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while", "xor"};
+      "alignas",  "alignof", "and",      "asm",       "auto",     "bool",      "break",     "case",     "catch",
+      "char",     "class",   "const",    "constexpr", "continue", "default",   "delete",    "do",       "double",
+      "else",     "enum",    "explicit", "export",    "extern",   "false",     "float",     "for",      "friend",
+      "goto",     "if",      "inline",   "int",       "long",     "mutable",   "namespace", "new",      "noexcept",
+      "not",      "nullptr", "operator", "or",        "private",  "protected", "public",    "register", "return",
+      "short",    "signed",  "sizeof",   "static",    "struct",   "switch",    "template",  "this",     "throw",
+      "true",     "try",     "typedef",  "typename",  "union",    "unsigned",  "using",     "virtual",  "void",
+      "volatile", "while",   "xor"};
   return kw.count(s) != 0;
 }
 
@@ -84,8 +86,12 @@ std::string cpp_double(double v) {
   return s;
 }
 
-std::string fmt_us(double v) { return std::isfinite(v) ? strfmt("%.3f us", v) : std::string("n/a"); }
-std::string fmt_err(double v) { return std::isfinite(v) ? strfmt("%.3g", v) : std::string("NaN"); }
+std::string fmt_us(double v) {
+  return std::isfinite(v) ? strfmt("%.3f us", v) : std::string("n/a");
+}
+std::string fmt_err(double v) {
+  return std::isfinite(v) ? strfmt("%.3g", v) : std::string("NaN");
+}
 
 // 13000 → "13.0"; CUDA encodes versions as 1000*major + 10*minor.
 std::string cuda_version(int v) {
@@ -93,7 +99,9 @@ std::string cuda_version(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
-std::string cc_string(int cc) { return cc > 0 ? std::to_string(cc / 10) + "." + std::to_string(cc % 10) : "unknown"; }
+std::string cc_string(int cc) {
+  return cc > 0 ? std::to_string(cc / 10) + "." + std::to_string(cc % 10) : "unknown";
+}
 
 std::string int_type(int64_t lo, int64_t hi) {
   return lo >= -2147483648LL && hi <= 2147483647LL ? "int" : "long long";
@@ -105,7 +113,9 @@ const Measurement* measurement_on(const Trial& t, int problem) {
   return nullptr;
 }
 
-bool usable_p50(const Measurement* m) { return m && std::isfinite(m->p50_us) && m->p50_us > 0; }
+bool usable_p50(const Measurement* m) {
+  return m && std::isfinite(m->p50_us) && m->p50_us > 0;
+}
 
 // ------------------------------------------------------------ translation
 
@@ -187,8 +197,8 @@ struct Facts {
   const KernelSpec& spec;
   const Trial& winner;
   DeviceTraits dev;
-  std::vector<std::string> dim_names;  // spec dims, then optional dims with defaults
-  std::vector<const Trial*> best_on;   // per problem: ok trial with the lowest p50 there
+  std::vector<std::string> dim_names;                // spec dims, then optional dims with defaults
+  std::vector<const Trial*> best_on;                 // per problem: ok trial with the lowest p50 there
   std::map<std::string, std::string> define_values;  // [defines] on problem 0
   std::vector<std::pair<std::string, std::string>> define_errors;
 };
@@ -231,9 +241,12 @@ Facts gather(const ExportInput& in) {
 
 std::string dtype_macro(Dtype d) {
   switch (d) {
-    case Dtype::fp16: return "EVOTUNE_DTYPE_FP16";
-    case Dtype::bf16: return "EVOTUNE_DTYPE_BF16";
-    case Dtype::fp32: return "EVOTUNE_DTYPE_FP32";
+    case Dtype::fp16:
+      return "EVOTUNE_DTYPE_FP16";
+    case Dtype::bf16:
+      return "EVOTUNE_DTYPE_BF16";
+    case Dtype::fp32:
+      return "EVOTUNE_DTYPE_FP32";
   }
   return "EVOTUNE_DTYPE_FP32";
 }
@@ -276,10 +289,11 @@ class HelperWriter {
     if (plan.dtype_bytes) out_ << "  const long long dtype_bytes = " << dtype_bytes(f_.run.problems[0].dtype) << ";\n";
     if (plan.is_bf16)
       out_ << "  const long long is_bf16 = " << (f_.run.problems[0].dtype == Dtype::bf16 ? 1 : 0) << ";\n";
-    for (const auto& let : plan.lets) out_ << "  const auto " << let << " = " << translate(f_.spec.lets.at(let)).code << ";\n";
+    for (const auto& let : plan.lets)
+      out_ << "  const auto " << let << " = " << translate(f_.spec.lets.at(let)).code << ";\n";
     std::string body = translate(e).code;
-    out_ << "  return static_cast<long long>(" << body << ")" << (scale != 1 ? " * " + std::to_string(scale) + "LL" : "")
-         << ";\n}\n";
+    out_ << "  return static_cast<long long>(" << body << ")"
+         << (scale != 1 ? " * " + std::to_string(scale) + "LL" : "") << ";\n}\n";
     // Self-check on every problem of the run, with the tuner's own evaluator.
     for (size_t p = 0; p < f_.run.problems.size(); ++p) {
       const Problem& prob = f_.run.problems[p];
@@ -287,8 +301,10 @@ class HelperWriter {
       bool ok = true;
       for (const auto& d : f_.dim_names) {
         auto v = prob.find(d);
-        if (!v) ok = false;
-        else args.push_back(std::to_string(*v) + "LL");
+        if (!v)
+          ok = false;
+        else
+          args.push_back(std::to_string(*v) + "LL");
       }
       if (plan.cc) args.push_back(std::to_string(f_.dev.cc) + "LL");
       if (plan.num_sms) args.push_back(std::to_string(f_.dev.num_sms) + "LL");
@@ -298,8 +314,8 @@ class HelperWriter {
         if (!v.is_int()) continue;  // a double result is truncated; nothing exact to compare
         int64_t expect = 0;
         if (__builtin_mul_overflow(v.as_int(), scale, &expect)) continue;
-        asserts_ << "static_assert(" << name << "(" << join(args, ", ") << ") == " << expect << "LL, \"evotune: "
-                 << name << "() disagrees with the tuner on problem " << p << "\");\n";
+        asserts_ << "static_assert(" << name << "(" << join(args, ", ") << ") == " << expect
+                 << "LL, \"evotune: " << name << "() disagrees with the tuner on problem " << p << "\");\n";
       } catch (const std::exception&) {
         // The expression fails on this problem (the tuner would reject it too).
       }
@@ -322,8 +338,7 @@ class HelperWriter {
   std::string plan_expr(const Expr& e, Plan& plan) {
     std::vector<std::string> stack;
     std::string why = visit(e, plan, stack);
-    if (why.empty() && plan.uses_pow && plan.has_double)
-      why = "pow() of doubles has no constexpr version here";
+    if (why.empty() && plan.uses_pow && plan.has_double) why = "pow() of doubles has no constexpr version here";
     return why;
   }
 
@@ -385,51 +400,73 @@ const char* const kHelpers = R"cpp(#ifndef EVOTUNE_TUNED_HELPERS_
 #else
 #define EVOTUNE_TUNED_HD
 #endif
-namespace evotune_tuned {
-// evotune's expression functions with its semantics: C integer division,
-// cdiv rounding up for non-negative numerators, min/max keeping the first of
-// equals. The launch helpers below call them.
-template <class A, class B>
-EVOTUNE_TUNED_HD constexpr auto evotune_cdiv(A a, B b) -> decltype(a / b) { return a >= 0 ? (a + b - 1) / b : a / b; }
-template <class A, class B>
-EVOTUNE_TUNED_HD constexpr auto evotune_align_up(A a, B b) -> decltype(a / b) { return evotune_cdiv(a, b) * b; }
-template <class A>
-EVOTUNE_TUNED_HD constexpr A evotune_min(A a) { return a; }
-template <class A, class B, class... R>
-EVOTUNE_TUNED_HD constexpr auto evotune_min(A a, B b, R... r) { return evotune_min(b < a ? b : a, r...); }
-template <class A>
-EVOTUNE_TUNED_HD constexpr A evotune_max(A a) { return a; }
-template <class A, class B, class... R>
-EVOTUNE_TUNED_HD constexpr auto evotune_max(A a, B b, R... r) { return evotune_max(b > a ? b : a, r...); }
-template <class A>
-EVOTUNE_TUNED_HD constexpr A evotune_abs(A a) { return a < 0 ? -a : a; }
-template <class A>
-EVOTUNE_TUNED_HD constexpr long long evotune_ilog2(A x) {
-  long long r = -1;
-  for (long long v = x; v > 0; v /= 2) ++r;
-  return r;
-}
-// Integer powers only (non-negative exponent), as launch geometry uses them.
-template <class A, class B>
-EVOTUNE_TUNED_HD constexpr long long evotune_pow(A b, B e) {
-  long long r = 1;
-  for (B i = 0; i < e; ++i) r *= b;
-  return r;
-}
-template <class A>
-EVOTUNE_TUNED_HD constexpr long long evotune_is_pow2(A x) { return x > 0 && (x & (x - 1)) == 0 ? 1 : 0; }
-EVOTUNE_TUNED_HD constexpr long long evotune_floor(double x) {
-  return static_cast<double>(static_cast<long long>(x)) > x ? static_cast<long long>(x) - 1 : static_cast<long long>(x);
-}
-EVOTUNE_TUNED_HD constexpr long long evotune_ceil(double x) {
-  return static_cast<double>(static_cast<long long>(x)) < x ? static_cast<long long>(x) + 1 : static_cast<long long>(x);
-}
-EVOTUNE_TUNED_HD constexpr long long evotune_round(double x) { return x >= 0 ? evotune_floor(x + 0.5) : -evotune_floor(0.5 - x); }
-template <class A>
-EVOTUNE_TUNED_HD constexpr double evotune_float(A x) { return static_cast<double>(x); }
-template <class A>
-EVOTUNE_TUNED_HD constexpr long long evotune_int(A x) { return static_cast<long long>(static_cast<double>(x)); }
-}  // namespace evotune_tuned
+                                   namespace evotune_tuned {
+                                   // evotune's expression functions with its semantics: C integer division,
+                                   // cdiv rounding up for non-negative numerators, min/max keeping the first of
+                                   // equals. The launch helpers below call them.
+                                   template <class A, class B>
+                                   EVOTUNE_TUNED_HD constexpr auto evotune_cdiv(A a, B b) -> decltype(a / b) {
+                                     return a >= 0 ? (a + b - 1) / b : a / b;
+                                   }
+                                   template <class A, class B>
+                                   EVOTUNE_TUNED_HD constexpr auto evotune_align_up(A a, B b) -> decltype(a / b) {
+                                     return evotune_cdiv(a, b) * b;
+                                   }
+                                   template <class A>
+                                   EVOTUNE_TUNED_HD constexpr A evotune_min(A a) {
+                                     return a;
+                                   }
+                                   template <class A, class B, class... R>
+                                   EVOTUNE_TUNED_HD constexpr auto evotune_min(A a, B b, R... r) {
+                                     return evotune_min(b < a ? b : a, r...);
+                                   }
+                                   template <class A>
+                                   EVOTUNE_TUNED_HD constexpr A evotune_max(A a) {
+                                     return a;
+                                   }
+                                   template <class A, class B, class... R>
+                                   EVOTUNE_TUNED_HD constexpr auto evotune_max(A a, B b, R... r) {
+                                     return evotune_max(b > a ? b : a, r...);
+                                   }
+                                   template <class A>
+                                   EVOTUNE_TUNED_HD constexpr A evotune_abs(A a) {
+                                     return a < 0 ? -a : a;
+                                   }
+                                   template <class A>
+                                   EVOTUNE_TUNED_HD constexpr long long evotune_ilog2(A x) {
+                                     long long r = -1;
+                                     for (long long v = x; v > 0; v /= 2) ++r;
+                                     return r;
+                                   }
+                                   // Integer powers only (non-negative exponent), as launch geometry uses them.
+                                   template <class A, class B>
+                                   EVOTUNE_TUNED_HD constexpr long long evotune_pow(A b, B e) {
+                                     long long r = 1;
+                                     for (B i = 0; i < e; ++i) r *= b;
+                                     return r;
+                                   }
+                                   template <class A>
+                                   EVOTUNE_TUNED_HD constexpr long long evotune_is_pow2(A x) {
+                                     return x > 0 && (x & (x - 1)) == 0 ? 1 : 0;
+                                   }
+                                   EVOTUNE_TUNED_HD constexpr long long evotune_floor(double x) {
+                                     return static_cast<double>(static_cast<long long>(x)) > x ? static_cast<long long>(x) - 1 : static_cast<long long>(x);
+                                   }
+                                   EVOTUNE_TUNED_HD constexpr long long evotune_ceil(double x) {
+                                     return static_cast<double>(static_cast<long long>(x)) < x ? static_cast<long long>(x) + 1 : static_cast<long long>(x);
+                                   }
+                                   EVOTUNE_TUNED_HD constexpr long long evotune_round(double x) {
+                                     return x >= 0 ? evotune_floor(x + 0.5) : -evotune_floor(0.5 - x);
+                                   }
+                                   template <class A>
+                                   EVOTUNE_TUNED_HD constexpr double evotune_float(A x) {
+                                     return static_cast<double>(x);
+                                   }
+                                   template <class A>
+                                   EVOTUNE_TUNED_HD constexpr long long evotune_int(A x) {
+                                     return static_cast<long long>(static_cast<double>(x));
+                                   }
+                                   }       // namespace evotune_tuned
 #endif  // EVOTUNE_TUNED_HELPERS_
 )cpp";
 
@@ -570,8 +607,10 @@ std::string export_header(const ExportInput& in) {
 
   // Launch geometry and buffer sizes as functions of the problem dims.
   HelperWriter hw(f, macros);
-  hw.raw("\n// Launch geometry for the winning parameters, as functions of the problem's\n"
-         "// dimensions (" + join(f.dim_names, ", ") + "), translated from the spec's [launch].\n");
+  hw.raw(
+      "\n// Launch geometry for the winning parameters, as functions of the problem's\n"
+      "// dimensions (" +
+      join(f.dim_names, ", ") + "), translated from the spec's [launch].\n");
   static const char* axes[] = {"x", "y", "z"};
   for (int i = 0; i < 3; ++i) {
     const Expr& e = spec.launch.grid[i];
@@ -599,8 +638,9 @@ std::string export_header(const ExportInput& in) {
     any_buffer = true;
     std::string base = sanitize(a.name);
     int eb = elem_bytes(a.elem, dtype);
-    std::string what = to_string(a.role) + " buffer " + a.name + " (" + to_string(resolve_elem(a.elem, dtype)) +
-                       (a.role == ArgRole::scratch ? ", zero-filled once before first use; the kernel leaves it zeroed" : "") + ")";
+    std::string what =
+        to_string(a.role) + " buffer " + a.name + " (" + to_string(resolve_elem(a.elem, dtype)) +
+        (a.role == ArgRole::scratch ? ", zero-filled once before first use; the kernel leaves it zeroed" : "") + ")";
     hw.function(base + "_count", a.count, what + ", elements");
     hw.function(base + "_bytes", a.count, what + ", bytes", eb);
   }
@@ -627,7 +667,8 @@ std::string export_header(const ExportInput& in) {
       std::vector<std::string> vals;
       for (const auto& d : f.dim_names) vals.push_back(std::to_string(run.problems[p].find(d).value_or(0)) + "LL");
       for (const auto& prm : spec.params)
-        if (param_type.count(prm.name)) vals.push_back(std::to_string(t.config.values.count(prm.name) ? t.config.values.at(prm.name) : 0));
+        if (param_type.count(prm.name))
+          vals.push_back(std::to_string(t.config.values.count(prm.name) ? t.config.values.at(prm.name) : 0));
       vals.push_back(std::to_string(t.id) + "LL");
       const Measurement* m = measurement_on(t, static_cast<int>(p));
       vals.push_back(cpp_double(m ? m->p50_us : 0.0));
@@ -668,7 +709,9 @@ std::string export_header(const ExportInput& in) {
   std::string asserts = hw.asserts() + lookup_asserts;
   if (!asserts.empty())
     o << "\n// Self-check: the helpers agree with evotune's own evaluation on the run's problems\n"
-         "// (" << device_traits_note(f.dev) << ").\n" << asserts;
+         "// ("
+      << device_traits_note(f.dev) << ").\n"
+      << asserts;
   o << "\n}  // namespace " << ns << "\n}  // namespace evotune_tuned\n\n#endif  // " << guard << "\n";
   return o.str();
 }
@@ -764,9 +807,9 @@ std::string export_json(const ExportInput& in) {
                       {"help", p.help}});
   }
 
-  json winner = {{"trial_id", w.id},        {"seq", w.seq},
-                 {"config", w.config},      {"config_str", w.config.canonical()},
-                 {"fitness_us", w.fitness}, {"resources", w.res},
+  json winner = {{"trial_id", w.id},          {"seq", w.seq},
+                 {"config", w.config},        {"config_str", w.config.canonical()},
+                 {"fitness_us", w.fitness},   {"resources", w.res},
                  {"compile_ms", w.compile_ms}};
   json macros = json::object();
   for (const auto& [k, v] : w.config.values) macros[k] = v;

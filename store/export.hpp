@@ -15,9 +15,9 @@ namespace evotune {
 struct ExportInput {
   const RunInfo* run = nullptr;
   const KernelSpec* spec = nullptr;
-  const Trial* winner = nullptr;              // best ok trial
-  std::vector<Trial> ok_trials;               // every ok trial (per-problem lookup)
-  std::optional<Trial> default_trial;         // the template's default config, if measured
+  const Trial* winner = nullptr;       // best ok trial
+  std::vector<Trial> ok_trials;        // every ok trial (per-problem lookup)
+  std::optional<Trial> default_trial;  // the template's default config, if measured
 };
 
 // A header that compiles on its own with g++ and nvcc: provenance comment,

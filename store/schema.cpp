@@ -23,7 +23,9 @@ Db& Db::operator=(Db&& o) noexcept {
   return *this;
 }
 
-Db::~Db() { sqlite3_close_v2(db_); }
+Db::~Db() {
+  sqlite3_close_v2(db_);
+}
 
 sqlite3* Db::release() noexcept {
   sqlite3* d = db_;
@@ -47,7 +49,9 @@ Stmt::Stmt(sqlite3* db, std::string_view sql) : db_(db) {
   if (rc != SQLITE_OK) fail(db, rc, "preparing SQL");
 }
 
-Stmt::Stmt(Stmt&& o) noexcept : db_(o.db_), st_(o.st_) { o.st_ = nullptr; }
+Stmt::Stmt(Stmt&& o) noexcept : db_(o.db_), st_(o.st_) {
+  o.st_ = nullptr;
+}
 
 Stmt& Stmt::operator=(Stmt&& o) noexcept {
   if (this != &o) {
@@ -59,7 +63,9 @@ Stmt& Stmt::operator=(Stmt&& o) noexcept {
   return *this;
 }
 
-Stmt::~Stmt() { sqlite3_finalize(st_); }
+Stmt::~Stmt() {
+  sqlite3_finalize(st_);
+}
 
 Stmt& Stmt::bind_int(int i, int64_t v) {
   int rc = sqlite3_bind_int64(st_, i, v);
@@ -85,7 +91,9 @@ Stmt& Stmt::bind_null(int i) {
   return *this;
 }
 
-Stmt& Stmt::bind_opt(int i, const std::optional<int64_t>& v) { return v ? bind_int(i, *v) : bind_null(i); }
+Stmt& Stmt::bind_opt(int i, const std::optional<int64_t>& v) {
+  return v ? bind_int(i, *v) : bind_null(i);
+}
 
 bool Stmt::step() {
   int rc = sqlite3_step(st_);
@@ -107,12 +115,24 @@ void Stmt::reset() {
   sqlite3_clear_bindings(st_);
 }
 
-int Stmt::columns() const { return sqlite3_column_count(st_); }
-bool Stmt::is_null(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
-int64_t Stmt::i64(int col) const { return sqlite3_column_int64(st_, col); }
-int Stmt::i32(int col) const { return static_cast<int>(sqlite3_column_int64(st_, col)); }
-double Stmt::real(int col) const { return sqlite3_column_double(st_, col); }
-double Stmt::real_or_nan(int col) const { return is_null(col) ? std::nan("") : sqlite3_column_double(st_, col); }
+int Stmt::columns() const {
+  return sqlite3_column_count(st_);
+}
+bool Stmt::is_null(int col) const {
+  return sqlite3_column_type(st_, col) == SQLITE_NULL;
+}
+int64_t Stmt::i64(int col) const {
+  return sqlite3_column_int64(st_, col);
+}
+int Stmt::i32(int col) const {
+  return static_cast<int>(sqlite3_column_int64(st_, col));
+}
+double Stmt::real(int col) const {
+  return sqlite3_column_double(st_, col);
+}
+double Stmt::real_or_nan(int col) const {
+  return is_null(col) ? std::nan("") : sqlite3_column_double(st_, col);
+}
 
 std::string Stmt::text(int col) const {
   const unsigned char* p = sqlite3_column_text(st_, col);
@@ -125,7 +145,9 @@ std::optional<int64_t> Stmt::opt_i64(int col) const {
   return i64(col);
 }
 
-Transaction::Transaction(sqlite3* db) : db_(db) { exec(db, "BEGIN IMMEDIATE", "starting a transaction"); }
+Transaction::Transaction(sqlite3* db) : db_(db) {
+  exec(db, "BEGIN IMMEDIATE", "starting a transaction");
+}
 
 Transaction::~Transaction() {
   if (open_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -353,12 +375,17 @@ const std::vector<Migration>& migrations() {
   return all;
 }
 
-int latest_version() { return migrations().back().version; }
+int latest_version() {
+  return migrations().back().version;
+}
 
-int user_version(sqlite3* db) { return static_cast<int>(sql::query_int(db, "PRAGMA user_version")); }
+int user_version(sqlite3* db) {
+  return static_cast<int>(sql::query_int(db, "PRAGMA user_version"));
+}
 
 std::vector<std::string> user_tables(sqlite3* db) {
-  sql::Stmt st(db, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  sql::Stmt st(
+      db, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name");
   std::vector<std::string> out;
   while (st.step()) out.push_back(st.text(0));
   return out;

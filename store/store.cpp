@@ -8,10 +8,10 @@
 #include <map>
 #include <utility>
 
-#include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -70,8 +70,7 @@ void check_can_create(const std::string& path) {
   // file system thinks (SQLite's own error would report its read-only retry).
   // The empty file is left for SQLite, which takes it as a new database.
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0 && errno != EEXIST)
-    throw StoreError("cannot create database " + path + ": " + std::strerror(errno));
+  if (fd < 0 && errno != EEXIST) throw StoreError("cannot create database " + path + ": " + std::strerror(errno));
   if (fd >= 0) ::close(fd);
 }
 
@@ -83,8 +82,8 @@ void check_can_write(const std::string& path) {
   if (dir.empty()) dir = ".";
   // WAL mode keeps PATH-wal and PATH-shm next to the database.
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    throw StoreError("cannot open database " + path + " for writing: directory " + dir.string() +
-                     " is not writable (" + std::strerror(errno) + "), and SQLite keeps its write-ahead log there");
+    throw StoreError("cannot open database " + path + " for writing: directory " + dir.string() + " is not writable (" +
+                     std::strerror(errno) + "), and SQLite keeps its write-ahead log there");
 }
 
 std::string shapes_of(const std::vector<Problem>& problems) {
@@ -271,7 +270,9 @@ Store& Store::operator=(Store&& o) noexcept {
   return *this;
 }
 
-Store::~Store() { sqlite3_close_v2(db_); }
+Store::~Store() {
+  sqlite3_close_v2(db_);
+}
 
 Store Store::open(const std::string& path, Mode mode) {
   const bool ro = mode == Mode::read_only;
@@ -315,7 +316,8 @@ Store Store::open(const std::string& path, Mode mode) {
 
   if (ro) {
     if (version == 0)
-      throw StoreError(path + " holds no evotune data yet (an empty database); run a write command such as "
+      throw StoreError(path +
+                       " holds no evotune data yet (an empty database); run a write command such as "
                        "`evotune run` on it first");
     if (version < kOldestReadable)
       throw StoreError(path + " uses schema " + std::to_string(version) +
@@ -336,12 +338,17 @@ Store Store::open(const std::string& path, Mode mode) {
   return s;
 }
 
-int Store::schema_version() const { return version_; }
+int Store::schema_version() const {
+  return version_;
+}
 
-int Store::latest_schema_version() { return schema::latest_version(); }
+int Store::latest_schema_version() {
+  return schema::latest_version();
+}
 
 void Store::require_writable(const char* what) const {
-  if (mode_ == Mode::read_only) throw StoreError("cannot " + std::string(what) + ": " + path_ + " was opened read-only");
+  if (mode_ == Mode::read_only)
+    throw StoreError("cannot " + std::string(what) + ": " + path_ + " was opened read-only");
 }
 
 // ------------------------------------------------------------------ writes
@@ -383,8 +390,10 @@ int64_t Store::create_run(const RunInfo& run) {
         .bind_text(22, run.evotune_version)
         .bind_text(23, status)
         .bind_text(24, run.created_at.empty() ? utc_now_iso() : run.created_at);
-    if (run.finished_at.empty()) st.bind_null(25);
-    else st.bind_text(25, run.finished_at);
+    if (run.finished_at.empty())
+      st.bind_null(25);
+    else
+      st.bind_text(25, run.finished_at);
     st.bind_int(26, run.compile_only ? 1 : 0);
     bind_stats(st, 27, run.stats);
     st.bind_opt(36, run.default_trial_id).bind_opt(37, run.best_trial_id);
@@ -418,11 +427,12 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
       seq = q.i32(0);
     }
     {
-      sql::Stmt ins(db_,
-                    "INSERT INTO trials (run_id, seq, config, config_hash, config_json, status, error, compile_ms, "
-                    "verify_ms, bench_ms, registers, smem_static, smem_dynamic, spill_stores, spill_loads, "
-                    "stack_frame, fitness, created_at, device, cache_hit) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
+      sql::Stmt ins(
+          db_,
+          "INSERT INTO trials (run_id, seq, config, config_hash, config_json, status, error, compile_ms, "
+          "verify_ms, bench_ms, registers, smem_static, smem_dynamic, spill_stores, spill_loads, "
+          "stack_frame, fitness, created_at, device, cache_hit) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
       ins.bind_int(1, run_id)
           .bind_int(2, seq)
           .bind_text(3, canonical)
@@ -439,11 +449,15 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
           .bind_int(14, t.res.spill_stores)
           .bind_int(15, t.res.spill_loads)
           .bind_int(16, t.res.stack_frame);
-      if (t.ok()) ins.bind_real(17, t.fitness);
-      else ins.bind_null(17);  // fitness means nothing for a failed trial
+      if (t.ok())
+        ins.bind_real(17, t.fitness);
+      else
+        ins.bind_null(17);  // fitness means nothing for a failed trial
       ins.bind_text(18, created_at);
-      if (t.device >= 0) ins.bind_int(19, t.device);
-      else ins.bind_null(19);
+      if (t.device >= 0)
+        ins.bind_int(19, t.device);
+      else
+        ins.bind_null(19);
       ins.bind_int(20, t.cache_hit ? 1 : 0);
       ins.run();
       id = sqlite3_last_insert_rowid(db_);
@@ -477,8 +491,9 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
     std::optional<int64_t> best;
     {
       // The elite must be a trial of this run; the SELECT makes that part of the insert.
-      sql::Stmt ins(db_,
-                    "INSERT INTO elites (run_id, rank, trial_id) SELECT ?1, ?2, id FROM trials WHERE id = ?3 AND run_id = ?1");
+      sql::Stmt ins(
+          db_,
+          "INSERT INTO elites (run_id, rank, trial_id) SELECT ?1, ?2, id FROM trials WHERE id = ?3 AND run_id = ?1");
       int rank = 0;
       for (int64_t eid : elite_ids) {
         int64_t tid = eid == 0 ? id : eid;
@@ -515,10 +530,15 @@ void Store::record_retime(int64_t run_id, const std::vector<RetimeSample>& sampl
   require_writable("record the final re-timing");
   guarded(path_, "recording the final re-timing of run " + std::to_string(run_id), [&] {
     sql::Transaction tx(db_);
-    sql::Stmt ins(db_, "INSERT OR REPLACE INTO retimes (run_id, round, trial_id, problem, p50_us) VALUES (?1, ?2, ?3, ?4, ?5)");
+    sql::Stmt ins(
+        db_, "INSERT OR REPLACE INTO retimes (run_id, round, trial_id, problem, p50_us) VALUES (?1, ?2, ?3, ?4, ?5)");
     for (const RetimeSample& r : samples) {
       ins.reset();
-      ins.bind_int(1, run_id).bind_int(2, r.round).bind_int(3, r.trial_id).bind_int(4, r.problem).bind_real(5, r.p50_us);
+      ins.bind_int(1, run_id)
+          .bind_int(2, r.round)
+          .bind_int(3, r.trial_id)
+          .bind_int(4, r.problem)
+          .bind_real(5, r.p50_us);
       ins.run();
     }
     sql::Stmt up(db_, "UPDATE trials SET final_us = ?2 WHERE id = ?1 AND run_id = ?3 AND status = 'ok'");
@@ -530,7 +550,8 @@ void Store::record_retime(int64_t run_id, const std::vector<RetimeSample>& sampl
         throw StoreError("trial " + std::to_string(tid) + " is not an ok trial of run " + std::to_string(run_id));
     }
     sql::Stmt(db_, "DELETE FROM elites WHERE run_id = ?1").bind_int(1, run_id).run();
-    sql::Stmt el(db_, "INSERT INTO elites (run_id, rank, trial_id) SELECT ?1, ?2, id FROM trials WHERE id = ?3 AND run_id = ?1");
+    sql::Stmt el(
+        db_, "INSERT INTO elites (run_id, rank, trial_id) SELECT ?1, ?2, id FROM trials WHERE id = ?3 AND run_id = ?1");
     int rank = 0;
     for (int64_t tid : elite_order) {
       el.reset();
@@ -540,7 +561,10 @@ void Store::record_retime(int64_t run_id, const std::vector<RetimeSample>& sampl
         throw StoreError("elite " + std::to_string(tid) + " is not a trial of run " + std::to_string(run_id));
     }
     if (!elite_order.empty())
-      sql::Stmt(db_, "UPDATE runs SET best_trial_id = ?2 WHERE id = ?1").bind_int(1, run_id).bind_int(2, elite_order.front()).run();
+      sql::Stmt(db_, "UPDATE runs SET best_trial_id = ?2 WHERE id = ?1")
+          .bind_int(1, run_id)
+          .bind_int(2, elite_order.front())
+          .run();
     tx.commit();
   });
 }
@@ -573,8 +597,8 @@ void Store::finish_run(int64_t run_id, const std::string& status, const RunStats
   if (!valid_run_status(status) || status == "running")
     throw StoreError("invalid final run status '" + status + "' (done, interrupted or failed)");
   guarded(path_, "finishing run " + std::to_string(run_id), [&] {
-    sql::Stmt st(db_, std::string("UPDATE runs SET ") + kStatsAssignments +
-                          ", status = ?11, finished_at = ?12 WHERE id = ?10");
+    sql::Stmt st(
+        db_, std::string("UPDATE runs SET ") + kStatsAssignments + ", status = ?11, finished_at = ?12 WHERE id = ?10");
     bind_stats(st, 1, stats);
     st.bind_int(10, run_id).bind_text(11, status).bind_text(12, utc_now_iso()).run();
     if (sqlite3_changes(db_) != 1) throw StoreError("no run " + std::to_string(run_id) + " in " + path_);
@@ -619,8 +643,10 @@ std::vector<Trial> Store::trials(int64_t run_id, std::optional<TrialStatus> stat
                           "WHERE t.run_id = ?1 AND (?2 IS NULL OR t.status = ?2) ORDER BY m.trial_id, m.problem");
     for (sql::Stmt* s : {&tq, &mq}) {
       s->bind_int(1, run_id);
-      if (status) s->bind_text(2, to_string(*status));
-      else s->bind_null(2);
+      if (status)
+        s->bind_text(2, to_string(*status));
+      else
+        s->bind_null(2);
     }
     return load_trials(tq, mq);
   });
@@ -653,7 +679,8 @@ std::vector<Trial> Store::elites(int64_t run_id) const {
 }
 
 int64_t Store::last_run_id() const {
-  return guarded(path_, "reading the last run", [&] { return sql::query_int(db_, "SELECT COALESCE(MAX(id), 0) FROM runs"); });
+  return guarded(path_, "reading the last run",
+                 [&] { return sql::query_int(db_, "SELECT COALESCE(MAX(id), 0) FROM runs"); });
 }
 
 // ------------------------------------------------------------------ JSON
@@ -683,14 +710,10 @@ void from_json(const nlohmann::json& j, DeviceRecord& d) {
 }
 
 void to_json(nlohmann::json& j, const RunStats& s) {
-  j = {{"trials", s.trials},
-       {"invalid_draws", s.invalid_draws},
-       {"wall_s", s.wall_s},
-       {"compile_busy_s", s.compile_busy_s},
-       {"verify_s", s.verify_s},
-       {"bench_s", s.bench_s},
-       {"gpu_idle_s", s.gpu_idle_s},
-       {"compile_threads", s.compile_threads},
+  j = {{"trials", s.trials},         {"invalid_draws", s.invalid_draws},
+       {"wall_s", s.wall_s},         {"compile_busy_s", s.compile_busy_s},
+       {"verify_s", s.verify_s},     {"bench_s", s.bench_s},
+       {"gpu_idle_s", s.gpu_idle_s}, {"compile_threads", s.compile_threads},
        {"cache_hits", s.cache_hits}};
 }
 

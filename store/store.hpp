@@ -21,22 +21,22 @@ namespace evotune {
 
 // Where and with what a run was made.
 struct DeviceRecord {
-  std::string name;            // "NVIDIA H200"
-  std::string uuid;            // "GPU-..."
-  int cc = 0;                  // 90
+  std::string name;  // "NVIDIA H200"
+  std::string uuid;  // "GPU-..."
+  int cc = 0;        // 90
   int num_sms = 0;
-  int driver_version = 0;      // CUDA driver API version, e.g. 13000
-  std::string driver_string;   // "580.159.04" when known
-  int runtime_version = 0;     // cudart, e.g. 13000
-  std::string nvrtc_version;   // "13.0"
-  std::string arch;            // "sm_90a": what the kernels were compiled for
+  int driver_version = 0;     // CUDA driver API version, e.g. 13000
+  std::string driver_string;  // "580.159.04" when known
+  int runtime_version = 0;    // cudart, e.g. 13000
+  std::string nvrtc_version;  // "13.0"
+  std::string arch;           // "sm_90a": what the kernels were compiled for
 };
 
 struct RunStats {
-  int trials = 0;              // evaluated (budget spent)
-  int invalid_draws = 0;       // configs the search drew and the constraints rejected
+  int trials = 0;         // evaluated (budget spent)
+  int invalid_draws = 0;  // configs the search drew and the constraints rejected
   double wall_s = 0;
-  double compile_busy_s = 0;   // summed over compile threads
+  double compile_busy_s = 0;  // summed over compile threads
   double verify_s = 0, bench_s = 0, gpu_idle_s = 0;
   int compile_threads = 0;
   int cache_hits = 0;
@@ -44,20 +44,20 @@ struct RunStats {
 
 struct RunInfo {
   int64_t id = 0;
-  std::string kernel;          // spec name
-  std::string spec_origin;     // "builtin" or a path
+  std::string kernel;       // spec name
+  std::string spec_origin;  // "builtin" or a path
   std::string spec_hash;
-  std::string spec_text;       // the spec as run (sources are hashed)
+  std::string spec_text;  // the spec as run (sources are hashed)
   std::vector<Problem> problems;
   std::string dtype;
-  std::string strategy;        // evo | random | exhaustive | replay
+  std::string strategy;  // evo | random | exhaustive | replay
   uint64_t seed = 0;
   int budget = 0;
   int elites_k = 0;
-  std::string options_json;    // remaining options, as JSON
+  std::string options_json;  // remaining options, as JSON
   DeviceRecord device;
   std::string evotune_version;
-  std::string status;          // running | done | interrupted | failed
+  std::string status;  // running | done | interrupted | failed
   std::string created_at, finished_at;
   bool compile_only = false;
   RunStats stats;

@@ -56,7 +56,9 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-bool has_gpu() { return !evotune::query_devices().devices.empty(); }
+bool has_gpu() {
+  return !evotune::query_devices().devices.empty();
+}
 
 }  // namespace
 
@@ -142,7 +144,9 @@ TEST_CASE("database errors: unwritable path, corrupt file, missing file", "[cli]
   fs::path junk = t.path / "junk.db";
   std::string content = "these are my notes, not a database\n";
   std::ofstream(junk) << content;
-  for (const std::string& cmd : {std::string("runs"), std::string("run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --budget 1")}) {
+  for (const std::string& cmd :
+       {std::string("runs"),
+        std::string("run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --budget 1")}) {
     Result j = run_cli(cmd + " --db " + junk.string());
     INFO(cmd << "\n" << j.out);
     CHECK(j.code == 3);
@@ -175,8 +179,9 @@ TEST_CASE("without a GPU, run says so and writes nothing", "[cli]") {
 TEST_CASE("compile-only runs work without a GPU and are queryable", "[cli]") {
   TempDir t;
   std::string db = " --db " + t.db();
-  Result r = run_cli("run --kernel gemm --shape 1000,777,520 --dtype bf16 --compile-only --arch sm_90a --budget 3 --seed 5" + db,
-                     "EVOTUNE_CACHE_DIR=" + (t.path / "cache").string());
+  Result r = run_cli(
+      "run --kernel gemm --shape 1000,777,520 --dtype bf16 --compile-only --arch sm_90a --budget 3 --seed 5" + db,
+      "EVOTUNE_CACHE_DIR=" + (t.path / "cache").string());
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("[  3/3]") != std::string::npos);

@@ -247,8 +247,8 @@ TEST_CASE("evo beats random on the recorded sdpa_fwd landscape", "[replay][searc
   const int seeds = 6;
   for (const char* strategy : {"evo", "random"}) {
     for (int seed = 1; seed <= seeds; ++seed)
-      REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--strategy", strategy, "--seed", std::to_string(seed),
-                       "--budget", "64"}) == 0);
+      REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--strategy", strategy, "--seed",
+                       std::to_string(seed), "--budget", "64"}) == 0);
   }
   Store s = Store::open(db, Store::Mode::read_only);
   for (const RunInfo& r : s.runs()) mean_best[r.strategy] += s.trial(*r.best_trial_id)->fitness / seeds;

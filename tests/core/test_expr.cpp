@@ -78,8 +78,8 @@ TEST_CASE("errors name the problem", "[expr]") {
   CHECK_THROWS_AS(Expr::parse("1 +"), ExprError);
   CHECK_THROWS_AS(Expr::parse("(1 + 2"), ExprError);
   CHECK_THROWS_AS(Expr::parse("1 $ 2"), ExprError);
-  CHECK_THROWS_AS(Expr::parse("foo(1)"), ExprError);     // unknown function
-  CHECK_THROWS_AS(Expr::parse("cdiv(1)"), ExprError);    // arity
+  CHECK_THROWS_AS(Expr::parse("foo(1)"), ExprError);   // unknown function
+  CHECK_THROWS_AS(Expr::parse("cdiv(1)"), ExprError);  // arity
   CHECK_THROWS_AS(Expr::parse("12abc"), ExprError);
   CHECK_THROWS_AS(eval("1 / 0"), ExprError);
   CHECK_THROWS_AS(eval("1 % 0"), ExprError);

@@ -126,7 +126,7 @@ TEST_CASE("problems parse by position or by name, with defaults", "[spec]") {
   CHECK_THROWS_AS(s.parse_problem("1024,0", Dtype::fp16), UsageError);
   CHECK_THROWS_AS(s.parse_problem("M=1,Q=2", Dtype::fp16), UsageError);
   CHECK_THROWS_AS(s.parse_problem("M=1,N=2,T=3", Dtype::fp16), UsageError);  // problem constraint
-  CHECK_THROWS_AS(s.parse_problem("1024,512", Dtype::fp32), UsageError);    // dtype not accepted
+  CHECK_THROWS_AS(s.parse_problem("1024,512", Dtype::fp32), UsageError);     // dtype not accepted
 }
 
 TEST_CASE("constraints see params, dims and lets, for every problem", "[spec]") {
@@ -136,7 +136,7 @@ TEST_CASE("constraints see params, dims and lets, for every problem", "[spec]") 
   Problem narrow = s.parse_problem("1024,16", Dtype::fp16);
   Config c = Config::parse("TILE=32,WARPS=4");  // threads 128 <= 128
   CHECK_FALSE(s.invalid_reason(c, {big}, dev));
-  CHECK(s.invalid_reason(c, {big, narrow}, dev));  // TILE <= N fails on the second
+  CHECK(s.invalid_reason(c, {big, narrow}, dev));                         // TILE <= N fails on the second
   CHECK(s.invalid_reason(Config::parse("TILE=16,WARPS=4"), {big}, dev));  // threads 128 > 64
   CHECK(s.invalid_reason(Config::parse("TILE=48,WARPS=1"), {big}, dev));  // not a listed value
   CHECK(s.invalid_reason(Config::parse("TILE=32"), {big}, dev));          // missing parameter
@@ -198,7 +198,8 @@ TEST_CASE("malformed specs are rejected with the place of the error", "[spec]") 
 }
 
 TEST_CASE("lets that refer to themselves are an error, not a hang", "[spec]") {
-  KernelSpec s = parse(replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"smem_bytes2\"\nsmem_bytes2 = \"threads\""));
+  KernelSpec s =
+      parse(replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"smem_bytes2\"\nsmem_bytes2 = \"threads\""));
   Problem p = s.parse_problem("64,64", Dtype::fp16);
   auto why = s.invalid_reason(Config::parse("TILE=32,WARPS=1"), {p}, DeviceTraits::for_arch(90));
   REQUIRE(why);

@@ -47,7 +47,9 @@ TuneOptions options(const TempDir& t, const std::string& kernel, std::vector<std
   return o;
 }
 
-std::string faulty_spec() { return evotune_test::source_dir() + "/tests/data/faulty/spec.toml"; }
+std::string faulty_spec() {
+  return evotune_test::source_dir() + "/tests/data/faulty/spec.toml";
+}
 
 }  // namespace
 
@@ -64,11 +66,17 @@ TEST_CASE("every kind of bad candidate gets its status and the run goes on", "[g
   Store s = Store::open(o.db_path, Store::Mode::read_only);
   std::vector<Trial> trials = s.trials(r.run.id);
   REQUIRE(trials.size() == 33);
-  const std::map<int, TrialStatus> expected = {
-      {0, TrialStatus::ok},           {1, TrialStatus::crashed},   {2, TrialStatus::crashed},
-      {3, TrialStatus::timeout},      {4, TrialStatus::incorrect}, {5, TrialStatus::compile_error},
-      {6, TrialStatus::resource_rejected}, {7, TrialStatus::crashed}, {8, TrialStatus::incorrect},
-      {9, TrialStatus::incorrect},    {10, TrialStatus::launch_error}};
+  const std::map<int, TrialStatus> expected = {{0, TrialStatus::ok},
+                                               {1, TrialStatus::crashed},
+                                               {2, TrialStatus::crashed},
+                                               {3, TrialStatus::timeout},
+                                               {4, TrialStatus::incorrect},
+                                               {5, TrialStatus::compile_error},
+                                               {6, TrialStatus::resource_rejected},
+                                               {7, TrialStatus::crashed},
+                                               {8, TrialStatus::incorrect},
+                                               {9, TrialStatus::incorrect},
+                                               {10, TrialStatus::launch_error}};
   for (const Trial& tr : trials) {
     int mode = static_cast<int>(tr.config.at("MODE"));
     INFO(tr.config.canonical() << " -> " << to_string(tr.status) << ": " << tr.error);
@@ -142,10 +150,9 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
     std::vector<std::string> problems;
     std::string dtype;
   } cases[] = {
-      {"gemm", {"M=1000,N=777,K=520"}, "bf16"},
-      {"gemm", {"M=257,N=130,K=99"}, "fp16"},
-      {"sdpa_fwd", {"B=1,H=3,S=77,D=64"}, "fp16"},
-      {"sdpa_fwd", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "bf16"},
+      {"gemm", {"M=1000,N=777,K=520"}, "bf16"},       {"gemm", {"M=257,N=130,K=99"}, "fp16"},
+      {"sdpa_fwd", {"B=1,H=3,S=77,D=64"}, "fp16"},    {"sdpa_fwd", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "bf16"},
+      {"gemm_sm90", {"M=1000,N=3000,K=500"}, "bf16"}, {"gemm_sm90", {"M=520,N=1032,K=1000"}, "fp16"},
   };
   for (const auto& c : cases) {
     TempDir t;
@@ -162,9 +169,16 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
     SearchSpace space(spec, {p}, DeviceTraits{q.devices[0].cc, q.devices[0].num_sms});
     std::map<std::string, int> picked;
     for (const Config& cfg : *space.enumerate_valid()) {
-      for (const char* knob : {"SPLIT_K", "SPLIT_KV", "PRODUCER_WARPS"}) {
+      // knob → the smallest value that takes the rarer path
+      for (const auto& [knob, rare] : std::map<std::string, int64_t>{{"SPLIT_K", 2},
+                                                                     {"SPLIT_KV", 2},
+                                                                     {"PRODUCER_WARPS", 1},
+                                                                     {"CLUSTER_M", 2},
+                                                                     {"CLUSTER_N", 2},
+                                                                     {"PERSISTENT", 1},
+                                                                     {"SCHEDULE", 1}}) {
         auto it = cfg.values.find(knob);
-        if (it != cfg.values.end() && it->second > 1 - (std::string(knob) == "PRODUCER_WARPS") && picked[knob] < 2) {
+        if (it != cfg.values.end() && it->second >= rare && picked[knob] < 2) {
           ++picked[knob];
           o.seed_configs.push_back(cfg.canonical());
         }

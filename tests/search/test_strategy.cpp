@@ -30,7 +30,8 @@ source = "k.cu"
 entry = "k"
 
 [problem]
-dims = )toml" + dims + "\n" + params_and_space + R"toml(
+dims = )toml" +
+         dims + "\n" + params_and_space + R"toml(
 [launch]
 grid = ["1"]
 block = ["32"]
@@ -518,8 +519,8 @@ TEST_CASE("evo finds the optimum of a landscape far sooner than the space's size
   evo_trials /= runs;
   evo_best /= runs;
   random_best /= runs;
-  INFO("evo: " << evo_trials << " trials to the optimum of " << valid << " valid; best after " << compare_at
-               << ": evo " << evo_best << ", random " << random_best);
+  INFO("evo: " << evo_trials << " trials to the optimum of " << valid << " valid; best after " << compare_at << ": evo "
+               << evo_best << ", random " << random_best);
   // Typically ~75 trials (2% of the space); random search needs ~half of it.
   CHECK(evo_trials <= 0.1 * static_cast<double>(valid));
   CHECK(evo_best < random_best);

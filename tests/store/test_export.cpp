@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/spec.hpp"
@@ -55,9 +55,13 @@ int run_cmd(const std::string& cmd, const TempDir& dir, std::string& out) {
   return rc;
 }
 
-bool have_tool(const std::string& name) { return std::system(("command -v " + name + " > /dev/null 2>&1").c_str()) == 0; }
+bool have_tool(const std::string& name) {
+  return std::system(("command -v " + name + " > /dev/null 2>&1").c_str()) == 0;
+}
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // A GEMM-like spec that exercises the translation: [lets] chains, dtype_bytes,
 // num_sms, a double literal that C++ must not divide as integers, sqrt (not
@@ -281,10 +285,10 @@ TEST_CASE("the header of a single-problem run is complete and compiles alone wit
   INFO(h);
 
   // Provenance.
-  for (const char* s : {"gemm-test", "run 5", "NVIDIA H200", "cc 9.0", "sm_90a", "580.159.04", "runtime 12.8",
-                        "NVRTC 13.0", "API 13.0", "strategy evo, seed 42, budget 128", "M=4096,N=2048,K=1001,SPLIT=1",
-                        "fp16", "p50 61.250 us", "max abs err 0.0123", "mean abs err 0.000456",
-                        "2.00x over the default", "2026-11-21T10:30:00Z", "trial 57"})
+  for (const char* s :
+       {"gemm-test", "run 5", "NVIDIA H200", "cc 9.0", "sm_90a", "580.159.04", "runtime 12.8", "NVRTC 13.0", "API 13.0",
+        "strategy evo, seed 42, budget 128", "M=4096,N=2048,K=1001,SPLIT=1", "fp16", "p50 61.250 us",
+        "max abs err 0.0123", "mean abs err 0.000456", "2.00x over the default", "2026-11-21T10:30:00Z", "trial 57"})
     CHECK(contains(h, s));
   // Include guard, macros and constexpr values.
   CHECK(contains(h, "#ifndef EVOTUNE_TUNED_GEMM_TEST_H_"));
@@ -298,7 +302,8 @@ TEST_CASE("the header of a single-problem run is complete and compiles alone wit
   CHECK(contains(h, "constexpr double kHALF_K = 500.5"));
   // Helpers: num_sms becomes a parameter; sqrt is skipped with a reason.
   CHECK(contains(h, "grid_x(long long /*M*/, long long N, long long /*K*/, long long /*SPLIT*/)"));
-  CHECK(contains(h, "counters_count(long long M, long long N, long long /*K*/, long long /*SPLIT*/, long long num_sms)"));
+  CHECK(
+      contains(h, "counters_count(long long M, long long N, long long /*K*/, long long /*SPLIT*/, long long num_sms)"));
   CHECK(contains(h, "debug_count() not generated: uses sqrt()"));
   CHECK(contains(h, "cluster_x("));
   CHECK(contains(h, "static_assert(halves_count(4096LL, 2048LL, 1001LL, 1LL) == 1501LL"));
@@ -312,19 +317,20 @@ TEST_CASE("the header of a single-problem run is complete and compiles alone wit
   LaunchDims want = spec.launch_dims(winner.config, other, dev);
   Scope scope(spec, &other, &winner.config, dev);
   write_file(dir.file("tuned.h"), h);
-  write_file(dir.file("main.cpp"),
-             "#include \"tuned.h\"\n#include <cstdio>\n"
-             "namespace t = evotune_tuned::gemm_test;\n"
-             "static_assert(BLOCK_M == 256 && t::kBLOCK_M == 256, \"macro and constant\");\n"
-             "int main() {\n"
-             "  std::printf(\"%lld %lld %lld %lld %lld %lld %lld %lld\\n\", t::grid_x(1000, 777, 333, 3),\n"
-             "              t::grid_y(1000, 777, 333, 3), t::grid_z(1000, 777, 333, 3), t::block_x(1000, 777, 333, 3),\n"
-             "              t::dynamic_smem_bytes(1000, 777, 333, 3), t::cluster_x(1000, 777, 333, 3),\n"
-             "              t::counters_bytes(1000, 777, 333, 3, 132), t::halves_count(1000, 777, 333, 3));\n"
-             "}\n");
+  write_file(
+      dir.file("main.cpp"),
+      "#include \"tuned.h\"\n#include <cstdio>\n"
+      "namespace t = evotune_tuned::gemm_test;\n"
+      "static_assert(BLOCK_M == 256 && t::kBLOCK_M == 256, \"macro and constant\");\n"
+      "int main() {\n"
+      "  std::printf(\"%lld %lld %lld %lld %lld %lld %lld %lld\\n\", t::grid_x(1000, 777, 333, 3),\n"
+      "              t::grid_y(1000, 777, 333, 3), t::grid_z(1000, 777, 333, 3), t::block_x(1000, 777, 333, 3),\n"
+      "              t::dynamic_smem_bytes(1000, 777, 333, 3), t::cluster_x(1000, 777, 333, 3),\n"
+      "              t::counters_bytes(1000, 777, 333, 3, 132), t::halves_count(1000, 777, 333, 3));\n"
+      "}\n");
   std::string out;
-  int rc = run_cmd("g++ -std=c++17 -Wall -Wextra -Werror -o " + dir.file("main") + " " + dir.file("main.cpp") +
-                       " && " + dir.file("main"),
+  int rc = run_cmd("g++ -std=c++17 -Wall -Wextra -Werror -o " + dir.file("main") + " " + dir.file("main.cpp") + " && " +
+                       dir.file("main"),
                    dir, out);
   INFO(out);
   REQUIRE(rc == 0);
@@ -365,18 +371,19 @@ TEST_CASE("a multi-problem header carries a constexpr lookup from problem to its
   check_gxx_standalone(h, dir);
 
   write_file(dir.file("tuned.h"), h);
-  write_file(dir.file("main.cpp"),
-             "#include \"tuned.h\"\n#include <cstdio>\n"
-             "namespace t = evotune_tuned::gemm_test;\n"
-             "static_assert(t::lookup(128, 4096, 512, 1) == 1, \"small problem\");\n"
-             "static_assert(t::kTunedProblems[1].kBLOCK_M == 64 && t::kTunedProblems[1].kSPLIT_K == 4, \"its config\");\n"
-             "static_assert(t::kTunedProblems[0].kBLOCK_M == 256, \"winner on the first\");\n"
-             "static_assert(t::kTunedProblems[2].trial_id == 20 && t::kTunedProblems[2].SPLIT == 2, \"third\");\n"
-             "static_assert(t::lookup(1, 2, 3, 1) == -1, \"unknown problem\");\n"
-             "int main() { std::printf(\"%d %g\\n\", t::lookup(4096, 4096, 4096, 2), t::kTunedProblems[1].p50_us); }\n");
+  write_file(
+      dir.file("main.cpp"),
+      "#include \"tuned.h\"\n#include <cstdio>\n"
+      "namespace t = evotune_tuned::gemm_test;\n"
+      "static_assert(t::lookup(128, 4096, 512, 1) == 1, \"small problem\");\n"
+      "static_assert(t::kTunedProblems[1].kBLOCK_M == 64 && t::kTunedProblems[1].kSPLIT_K == 4, \"its config\");\n"
+      "static_assert(t::kTunedProblems[0].kBLOCK_M == 256, \"winner on the first\");\n"
+      "static_assert(t::kTunedProblems[2].trial_id == 20 && t::kTunedProblems[2].SPLIT == 2, \"third\");\n"
+      "static_assert(t::lookup(1, 2, 3, 1) == -1, \"unknown problem\");\n"
+      "int main() { std::printf(\"%d %g\\n\", t::lookup(4096, 4096, 4096, 2), t::kTunedProblems[1].p50_us); }\n");
   std::string out;
-  int rc = run_cmd("g++ -std=c++17 -Wall -Wextra -Werror -o " + dir.file("main") + " " + dir.file("main.cpp") +
-                       " && " + dir.file("main"),
+  int rc = run_cmd("g++ -std=c++17 -Wall -Wextra -Werror -o " + dir.file("main") + " " + dir.file("main.cpp") + " && " +
+                       dir.file("main"),
                    dir, out);
   INFO(out);
   REQUIRE(rc == 0);

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -63,7 +63,9 @@ std::string error_of(F&& f) {
   return {};
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 Problem problem(int64_t m, int64_t n, int64_t k, Dtype d = Dtype::fp16) {
   Problem p;
@@ -251,8 +253,8 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
   std::vector<std::string> names = schema::user_tables(raw.get());
-  for (const char* want : {"runs", "trials", "measurements", "elites", "v_runs", "v_trials", "v_measurements",
-                           "v_elites", "v_best"})
+  for (const char* want :
+       {"runs", "trials", "measurements", "elites", "v_runs", "v_trials", "v_measurements", "v_elites", "v_best"})
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
 
   // Foreign keys are on for the store's connection: a trial of another run is refused.
@@ -265,7 +267,10 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
 
   // Reopening an up-to-date database changes nothing.
   std::string before = dump(path);
-  { Store again = Store::open(path); CHECK(again.schema_version() == 3); }
+  {
+    Store again = Store::open(path);
+    CHECK(again.schema_version() == 3);
+  }
   CHECK(dump(path) == before);
 }
 
@@ -314,10 +319,10 @@ TEST_CASE("runs round-trip through the store and JSON", "[store]") {
   check_same_run(*out, back);
 
   CHECK_THROWS_AS(s.create_run([] {
-                    RunInfo r = sample_run();
-                    r.status = "sleeping";
-                    return r;
-                  }()),
+    RunInfo r = sample_run();
+    r.status = "sleeping";
+    return r;
+  }()),
                   StoreError);
 }
 
@@ -512,9 +517,10 @@ TEST_CASE("trials are listed in seq order, optionally of one status", "[store]")
   Store s = Store::open(dir.file("status.db"));
   int64_t run = s.create_run(sample_run());
   int64_t other = s.create_run(sample_run());
-  const std::vector<TrialStatus> sts = {TrialStatus::ok,           TrialStatus::compile_error, TrialStatus::ok,
-                                        TrialStatus::incorrect,    TrialStatus::invalid,       TrialStatus::resource_rejected,
-                                        TrialStatus::launch_error, TrialStatus::crashed,       TrialStatus::timeout};
+  const std::vector<TrialStatus> sts = {
+      TrialStatus::ok,           TrialStatus::compile_error, TrialStatus::ok,
+      TrialStatus::incorrect,    TrialStatus::invalid,       TrialStatus::resource_rejected,
+      TrialStatus::launch_error, TrialStatus::crashed,       TrialStatus::timeout};
   for (size_t i = 0; i < sts.size(); ++i) {
     Trial t = sample_trial(static_cast<int>(i + 1), sts[i]);
     s.record_trial(run, t, {});
@@ -676,7 +682,10 @@ TEST_CASE("open refuses paths a user must fix, saying why", "[store]") {
 
   SECTION("a database file the user may not write") {
     const std::string path = dir.file("readonly.db");
-    { Store s = Store::open(path); s.create_run(sample_run()); }
+    {
+      Store s = Store::open(path);
+      s.create_run(sample_run());
+    }
     fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
     if (::geteuid() == 0) {
       WARN("running as root, who may write any file: the write-permission check is skipped");
@@ -768,11 +777,12 @@ TEST_CASE("a version-1 database is read as it is and upgraded by a write open", 
     sql::Db raw = sql::open(path, false, false);
     CHECK(schema::user_version(raw.get()) == 1);
     sql::exec(raw.get(), "PRAGMA foreign_keys = ON", "test");
-    sql::Stmt run(raw.get(),
-                  "INSERT INTO runs (kernel, spec_origin, spec_hash, spec_text, problems_json, shapes, dtype, strategy, "
-                  "seed, budget, elites_k, device_name, device_cc, status, created_at, trials_evaluated, wall_s) "
-                  "VALUES ('gemm', 'builtin', 'abc', '[kernel]', ?1, 'M=64,N=64,K=64', 'fp16', 'evo', 7, 32, 4, "
-                  "'NVIDIA L4', 89, 'done', '2025-01-01T00:00:00Z', 2, 12.5)");
+    sql::Stmt run(
+        raw.get(),
+        "INSERT INTO runs (kernel, spec_origin, spec_hash, spec_text, problems_json, shapes, dtype, strategy, "
+        "seed, budget, elites_k, device_name, device_cc, status, created_at, trials_evaluated, wall_s) "
+        "VALUES ('gemm', 'builtin', 'abc', '[kernel]', ?1, 'M=64,N=64,K=64', 'fp16', 'evo', 7, 32, 4, "
+        "'NVIDIA L4', 89, 'done', '2025-01-01T00:00:00Z', 2, 12.5)");
     run.bind_text(1, nlohmann::json(std::vector<Problem>{problem(64, 64, 64)}).dump()).run();
     run_id = sql::query_int(raw.get(), "SELECT MAX(id) FROM runs");
     sql::Stmt trial(raw.get(),
@@ -787,7 +797,9 @@ TEST_CASE("a version-1 database is read as it is and upgraded by a write open", 
     trial.bind_int(1, run_id).bind_int(2, 2).bind_text(3, c2.canonical()).bind_text(4, hex64(c2.hash()));
     trial.bind_text(5, "compile_error").bind_null(6).run();
     t2 = sql::query_int(raw.get(), "SELECT MAX(id) FROM trials");
-    sql::Stmt m(raw.get(), "INSERT INTO measurements (trial_id, problem, p50_us, samples, max_abs) VALUES (?1, 0, 55.5, 100, 0.001)");
+    sql::Stmt m(
+        raw.get(),
+        "INSERT INTO measurements (trial_id, problem, p50_us, samples, max_abs) VALUES (?1, 0, 55.5, 100, 0.001)");
     m.bind_int(1, t1).run();
     sql::Stmt e(raw.get(), "INSERT INTO elites (run_id, rank, trial_id) VALUES (?1, 1, ?2)");
     e.bind_int(1, run_id).bind_int(2, t1).run();
