@@ -115,27 +115,15 @@ struct Entry {
   double sim_proposed = 0;          // replay: simulated time of the proposal
 };
 
-std::vector<std::pair<std::string, std::string>> reference_defines(const KernelSpec& spec, const Problem& p,
-                                                                   const DeviceTraits& dev) {
-  std::vector<std::pair<std::string, std::string>> out;
-  Scope scope(spec, &p, nullptr, dev);
-  for (const auto& [k, e] : spec.defines) {
-    try {
-      out.emplace_back(k, scope.eval(e).str());
-    } catch (const ExprError&) {
-      // a define that depends on a tunable: the reference does not use it
-    }
-  }
-  switch (p.dtype) {
-    case Dtype::fp16:
-      out.emplace_back("EVOTUNE_DTYPE_FP16", "1");
-      break;
-    case Dtype::bf16:
-      out.emplace_back("EVOTUNE_DTYPE_BF16", "1");
-      break;
-    case Dtype::fp32:
-      out.emplace_back("EVOTUNE_DTYPE_FP32", "1");
-      break;
+// A trial's resources: the worst over its cubins (one per set of defines).
+Resources worst_resources(const CompiledCandidate& cc) {
+  Resources out;
+  for (const CompileResult& r : cc.cubins) {
+    out.registers = std::max(out.registers, r.res.registers);
+    out.smem_static = std::max(out.smem_static, r.res.smem_static);
+    out.spill_stores = std::max(out.spill_stores, r.res.spill_stores);
+    out.spill_loads = std::max(out.spill_loads, r.res.spill_loads);
+    out.stack_frame = std::max(out.stack_frame, r.res.stack_frame);
   }
   return out;
 }
@@ -437,7 +425,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     setup.cubins.push_back(sr.cubin);
     std::map<std::string, int> ref_cubins;
     for (size_t i = 0; i < all_problems.size(); ++i) {
-      auto defs = reference_defines(spec, all_problems[i], dev);
+      auto defs = spec.reference_defines(all_problems[i], dev);
       std::string key = defines_key(defs);
       if (!ref_cubins.count(key)) {
         CompileRequest rr = base_request(spec, arch_for(dev.cc, spec.arch_specific));
@@ -579,13 +567,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       e.trial = t;
       return;
     }
-    for (const CompileResult& r : cc.cubins) {
-      t.res.registers = std::max(t.res.registers, r.res.registers);
-      t.res.smem_static = std::max(t.res.smem_static, r.res.smem_static);
-      t.res.spill_stores = std::max(t.res.spill_stores, r.res.spill_stores);
-      t.res.spill_loads = std::max(t.res.spill_loads, r.res.spill_loads);
-      t.res.stack_frame = std::max(t.res.stack_frame, r.res.stack_frame);
-    }
+    t.res = worst_resources(cc);
     auto failed = std::find_if(cc.cubins.begin(), cc.cubins.end(), [](const CompileResult& r) { return !r.ok; });
     if (failed != cc.cubins.end() || cc.problem_cubin.size() != all_problems.size()) {
       t.status = TrialStatus::compile_error;
@@ -689,13 +671,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     t.config = e.config;
     t.compile_ms = e.cc.compile_ms;
     t.cache_hit = e.cc.cache_hit;
-    for (const CompileResult& r : e.cc.cubins) {
-      t.res.registers = std::max(t.res.registers, r.res.registers);
-      t.res.smem_static = std::max(t.res.smem_static, r.res.smem_static);
-      t.res.spill_stores = std::max(t.res.spill_stores, r.res.spill_stores);
-      t.res.spill_loads = std::max(t.res.spill_loads, r.res.spill_loads);
-      t.res.stack_frame = std::max(t.res.stack_frame, r.res.stack_frame);
-    }
+    t.res = worst_resources(e.cc);
     for (const LaunchPlan& l : e.launches)
       t.res.smem_dynamic = std::max(t.res.smem_dynamic, static_cast<int>(l.dims.smem));
     t.device = gpus[static_cast<size_t>(e.worker)].ordinal;

@@ -328,23 +328,44 @@ LaunchDims KernelSpec::reference_launch_dims(const Problem& p, const DeviceTrait
   return eval_launch(reference.launch, Scope(*this, &p, nullptr, dev));
 }
 
+namespace {
+
+const char* dtype_macro(Dtype d) {
+  switch (d) {
+    case Dtype::fp16:
+      return "EVOTUNE_DTYPE_FP16";
+    case Dtype::bf16:
+      return "EVOTUNE_DTYPE_BF16";
+    case Dtype::fp32:
+      return "EVOTUNE_DTYPE_FP32";
+  }
+  return "EVOTUNE_DTYPE_FP32";
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> KernelSpec::compile_defines(const Config& c, const Problem& p,
                                                                              const DeviceTraits& dev) const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [k, v] : c.values) out.emplace_back(k, std::to_string(v));
   Scope scope(*this, &p, &c, dev);
   for (const auto& [k, e] : defines) out.emplace_back(k, scope.eval(e).str());
-  switch (p.dtype) {
-    case Dtype::fp16:
-      out.emplace_back("EVOTUNE_DTYPE_FP16", "1");
-      break;
-    case Dtype::bf16:
-      out.emplace_back("EVOTUNE_DTYPE_BF16", "1");
-      break;
-    case Dtype::fp32:
-      out.emplace_back("EVOTUNE_DTYPE_FP32", "1");
-      break;
+  out.emplace_back(dtype_macro(p.dtype), "1");
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> KernelSpec::reference_defines(const Problem& p,
+                                                                               const DeviceTraits& dev) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  Scope scope(*this, &p, nullptr, dev);
+  for (const auto& [k, e] : defines) {
+    try {
+      out.emplace_back(k, scope.eval(e).str());
+    } catch (const ExprError&) {
+      // a define that depends on a tunable: the reference does not use it
+    }
   }
+  out.emplace_back(dtype_macro(p.dtype), "1");
   return out;
 }
 

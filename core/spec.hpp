@@ -165,6 +165,8 @@ struct KernelSpec {
   // Compile-time macros for NVRTC: params, [defines], the dtype macro.
   std::vector<std::pair<std::string, std::string>> compile_defines(const Config& c, const Problem& p,
                                                                    const DeviceTraits& dev) const;
+  // The same for the reference: [defines] that need no tunable, the dtype macro.
+  std::vector<std::pair<std::string, std::string>> reference_defines(const Problem& p, const DeviceTraits& dev) const;
   Tolerances tolerances(const Problem& p) const;
   // Resource gate: nullopt when within limits, else the reason.
   std::optional<std::string> gate_reason(const Resources& r, const Config& c, const Problem& p,

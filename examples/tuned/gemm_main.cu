@@ -19,14 +19,7 @@
 #endif
 #include "kernel_templates/gemm/kernel.cu"
 
-#define CHECK(call)                                                                         \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
+#include "cuda_check.h"
 
 namespace tuned = evotune_tuned::gemm;
 

@@ -12,6 +12,7 @@
 
 #include "engine/device_info.hpp"
 #include "tests/catch.hpp"
+#include "tests/temp_dir.hpp"
 #include "tests/paths.hpp"
 
 namespace fs = std::filesystem;
@@ -36,18 +37,7 @@ Result run_cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("evotune_cli_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string db() const { return (path / "t.db").string(); }
-};
+using evotune_test::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

@@ -22,6 +22,7 @@
 #include "store/dataset.hpp"
 #include "store/store.hpp"
 #include "tests/catch.hpp"
+#include "tests/temp_dir.hpp"
 #include "tests/paths.hpp"
 
 extern char** environ;
@@ -31,17 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("evotune_replay_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using evotune_test::TempDir;
 
 // Every valid gemm config at 1024^3 with a smooth made-up latency (a bowl
 // around one config) and a few failures, as if a sweep had measured them.

@@ -15,6 +15,7 @@
 #include "search/space.hpp"
 #include "store/store.hpp"
 #include "tests/catch.hpp"
+#include "tests/temp_dir.hpp"
 #include "tests/paths.hpp"
 
 using namespace evotune;
@@ -22,17 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("evotune_gpu_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using evotune_test::TempDir;
 
 TuneOptions options(const TempDir& t, const std::string& kernel, std::vector<std::string> problems) {
   TuneOptions o;

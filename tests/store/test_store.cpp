@@ -15,6 +15,7 @@
 #include "store/schema.hpp"
 #include "store/store.hpp"
 #include "tests/catch.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace evotune;
 namespace fs = std::filesystem;
@@ -22,22 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh directory per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("evotune_store_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using evotune_test::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
