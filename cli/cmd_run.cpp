@@ -60,7 +60,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "minimum seconds a trial may take on the GPU before it is killed");
   cmd->add_option("--abort-factor", opts->abort_factor,
                   "stop timing a candidate whose p50 exceeds this many times the best's (0: never)");
-  cmd->add_option("--warmup-ms", opts->timing.warmup_ms, "warm-up time per problem before sampling");
+  cmd->add_option("--warmup-ms", opts->timing.warmup_ms,
+                  "warm-up time per problem before sampling, when the GPU has been idle");
+  cmd->add_option("--busy-warmup-ms", opts->timing.warmup_busy_ms,
+                  "warm-up time per problem while the GPU is kept busy (the previous evaluation ended <200 ms ago)");
   cmd->add_option("--samples", opts->timing.max_samples, "most timed launches per problem")
       ->check(CLI::Range(3, 100000));
   cmd->add_flag("--no-flush", *no_flush, "do not flush L2 before each timed launch (hot-cache timing)");

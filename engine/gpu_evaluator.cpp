@@ -454,6 +454,8 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
   // ---- time the timed problems
   auto t_bench = Clock::now();
   const TimingOptions& to = setup_.timing;
+  const bool gpu_busy = last_timed_ && ms_since(*last_timed_) < to.busy_gap_ms;
+  const double warmup_ms = gpu_busy ? std::min(to.warmup_busy_ms, to.warmup_ms) : to.warmup_ms;
   std::vector<cuda::Event> starts, stops;
   for (int i = 0; i < to.max_samples; ++i) {
     starts.emplace_back();
@@ -474,7 +476,7 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
     float est_ms = 0;
     cudaEventElapsedTime(&est_ms, starts[0].get(), stops[0].get());
     est_ms = std::max(est_ms, 0.001f);
-    int warm = static_cast<int>(std::clamp(to.warmup_ms / est_ms, 1.0, 2000.0));
+    int warm = static_cast<int>(std::clamp(warmup_ms / est_ms, 1.0, 2000.0));
     for (int i = 0; i < warm; ++i)
       if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
     int want = static_cast<int>(
@@ -523,6 +525,7 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
     m.cv = n > 1 && m.mean_us > 0 ? std::sqrt(var / static_cast<double>(n - 1)) / m.mean_us : 0;
   }
   reply.bench_ms = ms_since(t_bench);
+  last_timed_ = Clock::now();
   return reply;
 }
 

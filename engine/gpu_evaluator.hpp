@@ -4,8 +4,10 @@
 // coordinator, because a faulting kernel poisons the whole CUDA context.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,8 @@ class GpuSession {
   cuda::DeviceBuffer stats_;  // compare / checksum accumulators
   std::vector<ProblemState> problems_;
   long long smem_optin_ = 0;
+  // When the last timing finished: a GPU kept busy needs only a short warm-up.
+  std::optional<std::chrono::steady_clock::time_point> last_timed_;
 };
 
 // Applies the tolerances to verification errors: empty when they pass, else

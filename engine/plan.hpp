@@ -76,7 +76,12 @@ struct ProblemSetup {
 };
 
 struct TimingOptions {
-  double warmup_ms = 25;  // launches before sampling, by time
+  double warmup_ms = 25;  // launches before sampling, by time, when the GPU has been idle
+  // While the GPU has been busy (the previous evaluation ended less than
+  // busy_gap_ms ago) its clocks are up, and a short warm-up covers the new
+  // module's first launches.
+  double warmup_busy_ms = 3;
+  double busy_gap_ms = 200;
   int min_samples = 10;
   int max_samples = 200;
   double target_ms = 100;           // stop sampling once kernel time summed reaches this

@@ -148,7 +148,8 @@ TEST_CASE("kill -9 at random moments: resume loses and duplicates nothing", "[re
   size_t last_count = 0;
   for (int attempt = 0; attempt < 30; ++attempt) {
     std::vector<std::string> args = {evotune_test::binary(), "--db", db, "run", "-q", "-j", "2"};
-    if (fs::exists(db) && Store::open(db, Store::Mode::read_only).last_run_id() > 0) {
+    const bool fresh = !(fs::exists(db) && Store::open(db, Store::Mode::read_only).last_run_id() > 0);
+    if (!fresh) {
       args.insert(args.end(), {"--resume", "1"});
     } else {
       args.insert(args.end(), {"--replay", data, "--budget", std::to_string(budget), "--seed", "9"});
@@ -162,8 +163,14 @@ TEST_CASE("kill -9 at random moments: resume loses and duplicates nothing", "[re
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
     posix_spawn_file_actions_destroy(&fa);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
     int status = 0;
+    // A fresh start is let create its run first (a loaded machine can take
+    // longer than the kill delays below), so that there is a run to resume.
+    for (int waited = 0; fresh && waited < 10000 && ::waitpid(pid, &status, WNOHANG) == 0; waited += 20) {
+      if (fs::exists(db) && Store::open(db, Store::Mode::read_only).last_run_id() > 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
     if (::waitpid(pid, &status, WNOHANG) == 0) {
       ::kill(pid, SIGKILL);
       ++kills;
