@@ -45,6 +45,18 @@
 //    k-tiles; each slice writes its fp32 partial tile to `workspace`, and the
 //    unit arriving last at the tile's counter (in `counters`) adds the others,
 //    writes C and re-arms the counter for the next launch (no memset).
+//  * Stream-K (PERSISTENT=2, cooperative, no cluster, no split): when the
+//    tiles do not fill whole waves of G CTAs, the last partial wave and one
+//    full wave (or all tiles, if under one wave) become a stream of k-tile
+//    iterations cut evenly over the CTAs; the whole waves before them stay
+//    data-parallel and are taken after the stream. A CTA's stream range
+//    crosses tiles: the segment holding a tile's first k-tile owns the tile;
+//    each later segment (the first segment of the next CTAs) writes its
+//    accumulators to the CTA's workspace slot and counts itself in at the
+//    tile's counter; the owner waits for them, adds the partials into its
+//    registers in CTA order (deterministic) and stores C. Peers publish before
+//    anything else they do, so the wait cannot deadlock while all G CTAs are
+//    resident (G <= SMs, one CTA per SM).
 //
 // Tunables (macros; spec.toml lists their values):
 //   BLOCK_M      rows of a tile: 64 x consumer warpgroups (cooperative), or the
@@ -60,7 +72,8 @@
 //   CLUSTER_M/N  thread-block cluster shape over tiles (1x1, 2x1 or 1x2), TMA
 //                multicast of the shared operand.
 //   SWIZZLE      tile-rows per rasterisation group.
-//   PERSISTENT   0 one CTA per unit (pair of units for ping-pong), 1 one per SM.
+//   PERSISTENT   0 one CTA per unit (pair of units for ping-pong), 1 one per SM,
+//                2 one per SM with the partial wave as stream-K.
 //   SPLIT_K      K slices per tile, reduced serially through workspace.
 //   EPILOGUE     0 direct register stores, 1 staged through shared memory.
 //
@@ -133,6 +146,7 @@ constexpr int kProducerThreads = PRODUCER ? 128 : 32;
 constexpr int kConsumerThreads = 128 * kCWG;
 constexpr int kThreads = kConsumerThreads + kProducerThreads;
 constexpr int kCS = CLUSTER_M * CLUSTER_N;
+constexpr bool kStreamK = PERSISTENT == 2;
 
 constexpr int kSubBytesA = BLOCK_M * 128;  // one 64-wide K sub-tile of A
 constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
@@ -173,6 +187,7 @@ static_assert(CLUSTER_M >= 1 && CLUSTER_M <= 2 && CLUSTER_N >= 1 && CLUSTER_N <=
 // is not its source, and its release then completes that peer's empty phase
 // early. In a pair each CTA is the other's source, so that cannot happen.
 static_assert(CLUSTER_M * CLUSTER_N <= 2, "clusters of at most 2 CTAs");
+static_assert(!kStreamK || (!kPingPong && kCS == 1 && SPLIT_K == 1), "stream-K: cooperative, no cluster, no split");
 static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && (BLOCK_K / CLUSTER_M) % 8 == 0, "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 
@@ -186,6 +201,11 @@ struct Sched {
   int kt_total, kt_per;  // k-tiles in K, per split
   int cluster, clusters; // this cluster, clusters in the grid
   int rank_m, rank_n;    // this CTA's position in its cluster
+  int count;             // units this CTA (cluster) runs
+  // Stream-K: the first sk_tiles tiles are a stream of k-tiles cut over
+  // sk_ctas CTAs; this CTA's range [sk_b, sk_e) in sk_segs segments.
+  int sk_tiles, sk_ctas, sk_segs;
+  long long sk_iters, sk_b, sk_e;
 };
 
 // Shared-memory area after the stages and staging tiles: STAGES full and
@@ -196,6 +216,10 @@ struct Unit {
   int tile_m, tile_n, split;
   int kt_begin, k_tiles;
   bool live;  // the tile lies inside C (false only for cluster padding)
+  // Stream-K: the tile's index, and this segment's part in finishing it:
+  // -1 publishes a partial, 0 stores the whole tile, p > 0 adds the partials
+  // of the next p CTAs and stores.
+  int tile, peers;
 };
 
 __device__ __forceinline__ Sched make_sched(int M, int N, int K) {
@@ -216,6 +240,22 @@ __device__ __forceinline__ Sched make_sched(int M, int N, int K) {
   const int rank = kCS > 1 ? (int)evotune_sm90::cluster_ctarank() : 0;
   s.rank_m = rank % CLUSTER_M;
   s.rank_n = rank / CLUSTER_M;
+  s.count = s.cluster < s.units ? (s.units - s.cluster + s.clusters - 1) / s.clusters : 0;
+  s.sk_tiles = s.sk_ctas = s.sk_segs = 0;
+  s.sk_iters = s.sk_b = s.sk_e = 0;
+  if constexpr (kStreamK) {
+    const int T = s.tiles_c, G = s.clusters, c = s.cluster;
+    s.sk_tiles = T < G ? T : (T % G ? T % G + G : 0);
+    s.sk_ctas = min(G, 2 * s.sk_tiles);
+    s.sk_iters = (long long)s.sk_tiles * s.kt_total;
+    if (c < s.sk_ctas) {
+      s.sk_b = (long long)c * s.sk_iters / s.sk_ctas;
+      s.sk_e = (long long)(c + 1) * s.sk_iters / s.sk_ctas;
+    }
+    if (s.sk_e > s.sk_b) s.sk_segs = (int)((s.sk_e - 1) / s.kt_total - s.sk_b / s.kt_total + 1);
+    const int dp_first = s.sk_tiles + c;  // data-parallel tiles after the stream: dp_first, + G, ...
+    s.count = s.sk_segs + (dp_first < T ? (T - dp_first + G - 1) / G : 0);
+  }
   return s;
 }
 
@@ -235,7 +275,33 @@ __device__ __forceinline__ Unit decode(const Sched& s, int u) {
   w.kt_begin = w.split * s.kt_per;
   w.k_tiles = max(0, min(s.kt_total - w.kt_begin, s.kt_per));
   w.live = w.tile_m < s.tiles_m && w.tile_n < s.tiles_n;
+  w.tile = t;
+  w.peers = 0;
   return w;
+}
+
+// The CTA whose stream range holds iteration g (ranges start at
+// floor(c * iters / ctas)).
+__device__ __forceinline__ int sk_owner(const Sched& s, long long g) {
+  return (int)(((g + 1) * s.sk_ctas - 1) / s.sk_iters);
+}
+
+// This CTA's (cluster's) i-th unit, 0 <= i < s.count.
+__device__ __forceinline__ Unit unit_at(const Sched& s, int i) {
+  if constexpr (!kStreamK) {
+    return decode(s, s.cluster + i * s.clusters);
+  } else {
+    if (i >= s.sk_segs) return decode(s, s.sk_tiles + s.cluster + (i - s.sk_segs) * s.clusters);
+    const long long kt = s.kt_total;
+    const int t = (int)(s.sk_b / kt) + i;
+    const long long t0 = t * kt, t1 = t0 + kt;
+    const long long gb = max(s.sk_b, t0), ge = min(s.sk_e, t1);
+    Unit w = decode(s, t);
+    w.kt_begin = (int)(gb - t0);
+    w.k_tiles = (int)(ge - gb);
+    w.peers = gb != t0 ? -1 : (ge == t1 ? 0 : sk_owner(s, t1 - 1) - s.cluster);
+    return w;
+  }
 }
 
 // Ring position: stage index and phase parity of the k-tile it counts.
@@ -358,10 +424,8 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
 
   Ring ring;       // stage being filled
   int issued = 0;  // k-tiles issued so far (for the fallback lag)
-  for (int i = 0;; ++i) {
-    const int u = s.cluster + i * s.clusters;
-    if (u >= s.units) break;
-    const Unit w = decode(s, u);
+  for (int i = 0; i < s.count; ++i) {
+    const Unit w = unit_at(s, i);
     const int m0 = w.tile_m * BLOCK_M, n0 = w.tile_n * BLOCK_N;
     for (int kt = 0; kt < w.k_tiles; ++kt) {
       const int k0 = (w.kt_begin + kt) * BLOCK_K;
@@ -603,6 +667,48 @@ __device__ __forceinline__ void splitk_sum_store(evotune_elem_t* __restrict__ C,
   }
 }
 
+// Stream-K partials: CTA c's slot holds its consumers' accumulators, float4 q
+// of thread x at float4 index (c * kQ + q) * kConsumerThreads + x (coalesced).
+constexpr int kAccQ = kMIters * kAcc / 4;
+
+__device__ __forceinline__ void sk_publish(const float (&acc)[kMIters][kAcc], float* __restrict__ workspace,
+                                           unsigned* __restrict__ counters, const Sched& s, int tile) {
+  float4* p = reinterpret_cast<float4*>(workspace) + (long long)s.cluster * kAccQ * kConsumerThreads + threadIdx.x;
+#pragma unroll
+  for (int q = 0; q < kAccQ; ++q) {
+    const int mi = (4 * q) / kAcc, j = (4 * q) % kAcc;
+    __stcg(p + q * kConsumerThreads, make_float4(acc[mi][j], acc[mi][j + 1], acc[mi][j + 2], acc[mi][j + 3]));
+  }
+  __threadfence();  // release: every thread's partial is visible GPU-wide before the count
+  evotune_sm90::named_bar_sync(kBarConsumers, kConsumerThreads);
+  if (threadIdx.x == 0) atomicAdd(&counters[tile], 1u);
+}
+
+// The tile's owner: waits for its `peers` partials, adds them in CTA order.
+__device__ __forceinline__ void sk_gather(float (&acc)[kMIters][kAcc], const float* __restrict__ workspace,
+                                          unsigned* __restrict__ counters, const Sched& s, int tile, int peers) {
+  if (threadIdx.x == 0) {
+    volatile unsigned* cnt = counters + tile;
+    while (*cnt < (unsigned)peers) __nanosleep(64);
+    __threadfence();  // acquire side of the count
+    *cnt = 0u;        // every peer has counted: re-arm for the next launch
+  }
+  evotune_sm90::named_bar_sync(kBarConsumers, kConsumerThreads);
+  for (int z = 1; z <= peers; ++z) {
+    const float4* p =
+        reinterpret_cast<const float4*>(workspace) + (long long)(s.cluster + z) * kAccQ * kConsumerThreads + threadIdx.x;
+#pragma unroll
+    for (int q = 0; q < kAccQ; ++q) {
+      const int mi = (4 * q) / kAcc, j = (4 * q) % kAcc;
+      const float4 v = __ldcg(p + q * kConsumerThreads);
+      acc[mi][j] += v.x;
+      acc[mi][j + 1] += v.y;
+      acc[mi][j + 2] += v.z;
+      acc[mi][j + 3] += v.w;
+    }
+  }
+}
+
 __device__ __forceinline__ void st_global_v4(void* p, uint4 v) {
   asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
@@ -694,12 +800,10 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
   Ring ring;
   if constexpr (kPingPong) {
     // Warpgroup 0 takes the tensor cores first.
-    if (wg == 1 && s.cluster < s.units) evotune_sm90::named_bar_arrive(kBarOrder + 0, 256);
+    if (wg == 1 && s.count > 0) evotune_sm90::named_bar_arrive(kBarOrder + 0, 256);
   }
-  for (int i = 0;; ++i) {
-    const int u = s.cluster + i * s.clusters;
-    if (u >= s.units) break;
-    const int k_tiles = decode(s, u).k_tiles;
+  for (int i = 0; i < s.count; ++i) {
+    const int k_tiles = unit_at(s, i).k_tiles;
     if (kPingPong && (i & 1) != wg) {
       ring.skip(k_tiles);  // the other warpgroup's stages
       continue;
@@ -709,12 +813,19 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
     mainloop(acc, ring, k_tiles, s, smem, full0, empty0, row0_in_tile, wg_tid);
     if constexpr (kPingPong) {
       // Hand the tensor cores to the other warpgroup if it has a next unit.
-      if (s.cluster + (i + 1) * s.clusters < s.units) evotune_sm90::named_bar_arrive(kBarOrder + (wg ^ 1), 256);
+      if (i + 1 < s.count) evotune_sm90::named_bar_arrive(kBarOrder + (wg ^ 1), 256);
     }
     // Decoded again rather than kept live across the MMAs (s is in shared
     // memory and re-read after them): registers are for the accumulators.
-    const Unit w = decode(s, u);
+    const Unit w = unit_at(s, i);
     if (!w.live) continue;  // cluster padding: loads only
+    if constexpr (kStreamK) {
+      if (w.peers < 0) {
+        sk_publish(acc, workspace, counters, s, w.tile);
+        continue;
+      }
+      if (w.peers > 0) sk_gather(acc, workspace, counters, s, w.tile, w.peers);
+    }
     const int m_wg = w.tile_m * BLOCK_M + row0_in_tile;
     const int n0 = w.tile_n * BLOCK_N;
     if constexpr (SPLIT_K > 1) {
