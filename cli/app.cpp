@@ -42,10 +42,11 @@ void on_sigint(int) {
 void add_worker_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("worker", "internal: evaluate candidates on a GPU for a tuning run");
   cmd->group("");  // hidden from --help
-  static int in_fd = 0, out_fd = 1;
+  static int in_fd = 0, out_fd = 1, device = -1;
   cmd->add_option("--in-fd", in_fd);
   cmd->add_option("--out-fd", out_fd);
-  cmd->callback([&ctx] { ctx.action = [] { return worker_main(in_fd, out_fd); }; });
+  cmd->add_option("--device", device, "create this device's context before the set-up arrives");
+  cmd->callback([&ctx] { ctx.action = [] { return worker_main(in_fd, out_fd, device); }; });
 
   auto* comp = app.add_subcommand("compile-worker", "internal: compile candidates with NVRTC for a tuning run");
   comp->group("");

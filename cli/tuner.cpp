@@ -299,6 +299,10 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   DeviceRecord rec;
   rec.nvrtc_version = nvrtc_version();
   std::vector<DeviceInfo> gpus;
+  const std::string exe = o.worker_exe.empty() ? self_exe() : o.worker_exe;
+  // GPU workers are spawned first thing: each creates its CUDA context while
+  // this process queries the devices, opens the run and compiles references.
+  std::vector<std::unique_ptr<WorkerClient>> workers;
   if (replay) {
     rec = replay->device;
     dev.cc = rec.cc > 0 ? rec.cc : 90;
@@ -317,6 +321,12 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     rec.arch = o.arch;
     rec.cc = cc;
   } else {
+    for (int id : o.gpus.empty() ? std::vector<int>{o.device} : o.gpus) {
+      SetupRequest early;
+      early.device = id;
+      workers.push_back(std::make_unique<WorkerClient>(exe, early));
+      workers.back()->spawn();
+    }
     DeviceQuery q = query_devices();
     if (q.devices.empty())
       throw NoDeviceError(
@@ -399,16 +409,15 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   // ---- compilers, references, GPU workers
   unsigned threads = o.compile_threads > 0 ? static_cast<unsigned>(o.compile_threads)
                                            : std::max(1u, std::thread::hardware_concurrency());
-  const std::string exe = o.worker_exe.empty() ? self_exe() : o.worker_exe;
   CompileService compiler(o.isolate_compiles && !replay ? exe : std::string(), threads, o.compile_timeout_s);
   Wakeup wake;  // before the pool: its tasks signal it until the pool is joined
   ThreadPool pool(threads);
   const int window = o.window > 0 ? o.window : static_cast<int>(std::max(4u, 2 * threads));
   Planner planner(spec, dev);
 
-  // Workers are started after the first compiles are submitted, so that
+  double gpu_busy_s = 0;  // seconds of GPU work, summed over the GPUs
+  // Workers get their set-up after the first compiles are submitted, so that
   // preparing the problems on the GPU overlaps compiling the first configs.
-  std::vector<std::unique_ptr<WorkerClient>> workers;
   auto start_workers = [&] {
     if (gpus.empty()) return;
 
@@ -444,13 +453,15 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       out << "preparing " << all_problems.size() << " problem(s) on " << gpus.size()
           << " GPU(s) (inputs, references)..." << std::endl;
     std::vector<std::future<void>> starts;
-    for (const DeviceInfo& g : gpus) {
-      setup.device = g.ordinal;
-      workers.push_back(std::make_unique<WorkerClient>(exe, setup));
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      setup.device = gpus[i].ordinal;
+      workers[i]->set_setup(setup);
     }
     spdlog::info("support and reference kernels compiled; starting {} GPU worker(s)", workers.size());
     for (auto& w : workers) starts.push_back(std::async(std::launch::async, [&w] { w->start(); }));
     for (auto& f : starts) f.get();  // rethrows a set-up failure
+    // Filling the inputs and running the references is GPU work of the run.
+    for (auto& w : workers) gpu_busy_s += w->last_setup_ms() / 1000;
     spdlog::info("GPU worker(s) ready: inputs filled, references computed ({:.0f} ms)",
                  workers.front()->last_setup_ms());
   };
@@ -624,7 +635,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   };
 
   std::vector<bool> worker_busy;  // one per GPU worker (or replay's virtual GPU); sized once they exist
-  double gpu_busy_s = 0;
   auto dispatch = [&](Entry& e, int w) {
     spdlog::debug("GPU {}: evaluating {}", w, e.config.canonical());
     e.worker = w;

@@ -180,10 +180,14 @@ struct GpuSession::Launcher {
   }
 };
 
-GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.device) {
+void prewarm_context(int device) {
   cuda::driver();  // NoDeviceError here, before anything else
-  cuda::check(cudaSetDevice(device_), "cudaSetDevice");
+  cuda::check(cudaSetDevice(device), "cudaSetDevice");
   cuda::check(cudaFree(nullptr), "creating the CUDA context");
+}
+
+GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.device) {
+  prewarm_context(device_);
   stream_ = std::make_unique<cuda::Stream>();
   cudaDeviceProp prop{};
   cuda::check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");

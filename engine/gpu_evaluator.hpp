@@ -57,6 +57,10 @@ class GpuSession {
   std::optional<std::chrono::steady_clock::time_point> last_timed_;
 };
 
+// Initialises the driver and creates the device's primary context (what a
+// GpuSession does first), so that it can happen ahead of the set-up.
+void prewarm_context(int device);
+
 // Applies the tolerances to verification errors: empty when they pass, else
 // why not (for the trial's error text).
 std::string verdict(const ErrorStats& e, const Tolerances& tol, int64_t count);

@@ -93,9 +93,16 @@ ReadStatus read_message(int fd, Message& m, int timeout_ms) {
   return ReadStatus::ok;
 }
 
-int worker_main(int in_fd, int out_fd) {
+int worker_main(int in_fd, int out_fd, int device) {
   exit_with_parent();  // an orphaned worker would hold the GPU
   std::signal(SIGPIPE, SIG_IGN);
+  if (device >= 0) {
+    try {
+      prewarm_context(device);
+    } catch (const std::exception&) {
+      // The set-up tries again and reports what fails.
+    }
+  }
   std::unique_ptr<GpuSession> session;
   for (;;) {
     Message req;

@@ -27,6 +27,8 @@ ReadStatus read_message(int fd, Message& m, int timeout_ms);
 
 // Serves requests until "quit" or EOF. Exit codes: 0 normal, 3 after a fault
 // that poisoned the CUDA context (the tuner starts a new worker).
-int worker_main(int in_fd, int out_fd);
+// `device` >= 0: create that device's context at once, while the tuner is
+// still preparing the set-up (the set-up's own device is what counts).
+int worker_main(int in_fd, int out_fd, int device = -1);
 
 }  // namespace evotune

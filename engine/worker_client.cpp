@@ -17,10 +17,16 @@ WorkerClient::~WorkerClient() {
   }
 }
 
-void WorkerClient::start() {
+void WorkerClient::spawn() {
   if (child_.running()) return;
-  child_.spawn(exe_, {"worker", "--in-fd", "3", "--out-fd", "4"});
+  ready_ = false;
+  child_.spawn(exe_, {"worker", "--in-fd", "3", "--out-fd", "4", "--device", std::to_string(setup_.device)});
   ++restarts_;
+}
+
+void WorkerClient::start() {
+  if (child_.running() && ready_) return;
+  spawn();
   Message req, rep;
   req.header = {{"type", "setup"},
                 {"device", setup_.device},
@@ -43,6 +49,7 @@ void WorkerClient::start() {
     throw EngineError("GPU worker set-up failed: " + err);
   }
   setup_ms_ = rep.header.value("setup_ms", 0.0);
+  ready_ = true;
 }
 
 EvalReply WorkerClient::evaluate(const EvalRequest& req, double timeout_s) {

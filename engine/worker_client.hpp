@@ -17,6 +17,11 @@ class WorkerClient {
   // `exe` is the evotune binary (it must understand `worker`). The worker is
   // started lazily by the first evaluate() or by start().
   WorkerClient(std::string exe, SetupRequest setup);
+
+  // Starts the worker process now, so that it creates its CUDA context while
+  // the set-up is still being prepared; start() then only sends the set-up.
+  void spawn();
+  void set_setup(SetupRequest setup) { setup_ = std::move(setup); }
   ~WorkerClient();
   WorkerClient(const WorkerClient&) = delete;
   WorkerClient& operator=(const WorkerClient&) = delete;
@@ -37,6 +42,7 @@ class WorkerClient {
   SetupRequest setup_;
   ChildProcess child_;
   int restarts_ = -1;
+  bool ready_ = false;  // the running worker has its set-up
   double setup_ms_ = 0;
 };
 

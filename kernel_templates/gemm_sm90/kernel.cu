@@ -46,17 +46,18 @@
 //    unit arriving last at the tile's counter (in `counters`) adds the others,
 //    writes C and re-arms the counter for the next launch (no memset).
 //  * Stream-K (PERSISTENT=2, cooperative, no cluster, no split): when the
-//    tiles do not fill whole waves of G CTAs, the last partial wave and one
-//    full wave (or all tiles, if under one wave) become a stream of k-tile
-//    iterations cut evenly over the CTAs; the whole waves before them stay
-//    data-parallel and are taken after the stream. A CTA's stream range
-//    crosses tiles: the segment holding a tile's first k-tile owns the tile;
-//    each later segment (the first segment of the next CTAs) writes its
-//    accumulators to the CTA's workspace slot and counts itself in at the
-//    tile's counter; the owner waits for them, adds the partials into its
-//    registers in CTA order (deterministic) and stores C. Peers publish before
-//    anything else they do, so the wait cannot deadlock while all G CTAs are
-//    resident (G <= SMs, one CTA per SM).
+//    tiles do not fill whole waves of G CTAs, the tiles of the partial wave
+//    (all tiles, if under one wave) become a stream of k-tile iterations cut
+//    evenly over the CTAs; the whole waves stay data-parallel and come after
+//    the stream. A CTA's range crosses tiles and is run last tile first, so
+//    that it starts at k = 0 beside its neighbours (they share A panels in
+//    L2). The segment holding a tile's last k-tile owns the tile; the
+//    segments before it (each the first thing an earlier CTA runs) write
+//    their accumulators to their CTA's workspace slot and count themselves in
+//    at the tile's counter; the owner, reaching the tile last, waits for
+//    them (about never: they were published first), adds the partials into
+//    its registers in CTA order (deterministic) and stores C. The wait needs
+//    all G CTAs resident (G <= SMs, one CTA per SM).
 //
 // Tunables (macros; spec.toml lists their values):
 //   BLOCK_M      rows of a tile: 64 x consumer warpgroups (cooperative), or the
@@ -202,8 +203,8 @@ struct Sched {
   int cluster, clusters; // this cluster, clusters in the grid
   int rank_m, rank_n;    // this CTA's position in its cluster
   int count;             // units this CTA (cluster) runs
-  // Stream-K: the first sk_tiles tiles are a stream of k-tiles cut over
-  // sk_ctas CTAs; this CTA's range [sk_b, sk_e) in sk_segs segments.
+  // Stream-K: the first sk_tiles tiles (raster order) are a stream of k-tiles
+  // cut over sk_ctas CTAs; this CTA's range [sk_b, sk_e) in sk_segs segments.
   int sk_tiles, sk_ctas, sk_segs;
   long long sk_iters, sk_b, sk_e;
 };
@@ -218,7 +219,7 @@ struct Unit {
   bool live;  // the tile lies inside C (false only for cluster padding)
   // Stream-K: the tile's index, and this segment's part in finishing it:
   // -1 publishes a partial, 0 stores the whole tile, p > 0 adds the partials
-  // of the next p CTAs and stores.
+  // of the p CTAs before it and stores.
   int tile, peers;
 };
 
@@ -245,7 +246,7 @@ __device__ __forceinline__ Sched make_sched(int M, int N, int K) {
   s.sk_iters = s.sk_b = s.sk_e = 0;
   if constexpr (kStreamK) {
     const int T = s.tiles_c, G = s.clusters, c = s.cluster;
-    s.sk_tiles = T < G ? T : (T % G ? T % G + G : 0);
+    s.sk_tiles = T < G ? T : T % G;
     s.sk_ctas = min(G, 2 * s.sk_tiles);
     s.sk_iters = (long long)s.sk_tiles * s.kt_total;
     if (c < s.sk_ctas) {
@@ -292,14 +293,15 @@ __device__ __forceinline__ Unit unit_at(const Sched& s, int i) {
     return decode(s, s.cluster + i * s.clusters);
   } else {
     if (i >= s.sk_segs) return decode(s, s.sk_tiles + s.cluster + (i - s.sk_segs) * s.clusters);
+    // Last tile first; the segment with the tile's last k-tile owns it.
     const long long kt = s.kt_total;
-    const int t = (int)(s.sk_b / kt) + i;
+    const int t = (int)((s.sk_e - 1) / kt) - i;
     const long long t0 = t * kt, t1 = t0 + kt;
     const long long gb = max(s.sk_b, t0), ge = min(s.sk_e, t1);
     Unit w = decode(s, t);
     w.kt_begin = (int)(gb - t0);
     w.k_tiles = (int)(ge - gb);
-    w.peers = gb != t0 ? -1 : (ge == t1 ? 0 : sk_owner(s, t1 - 1) - s.cluster);
+    w.peers = ge != t1 ? -1 : s.cluster - sk_owner(s, t0);
     return w;
   }
 }
@@ -684,7 +686,8 @@ __device__ __forceinline__ void sk_publish(const float (&acc)[kMIters][kAcc], fl
   if (threadIdx.x == 0) atomicAdd(&counters[tile], 1u);
 }
 
-// The tile's owner: waits for its `peers` partials, adds them in CTA order.
+// The tile's owner: waits for the partials of the `peers` CTAs before it,
+// adds them nearest first.
 __device__ __forceinline__ void sk_gather(float (&acc)[kMIters][kAcc], const float* __restrict__ workspace,
                                           unsigned* __restrict__ counters, const Sched& s, int tile, int peers) {
   if (threadIdx.x == 0) {
@@ -696,7 +699,7 @@ __device__ __forceinline__ void sk_gather(float (&acc)[kMIters][kAcc], const flo
   evotune_sm90::named_bar_sync(kBarConsumers, kConsumerThreads);
   for (int z = 1; z <= peers; ++z) {
     const float4* p =
-        reinterpret_cast<const float4*>(workspace) + (long long)(s.cluster + z) * kAccQ * kConsumerThreads + threadIdx.x;
+        reinterpret_cast<const float4*>(workspace) + (long long)(s.cluster - z) * kAccQ * kConsumerThreads + threadIdx.x;
 #pragma unroll
     for (int q = 0; q < kAccQ; ++q) {
       const int mi = (4 * q) / kAcc, j = (4 * q) % kAcc;
