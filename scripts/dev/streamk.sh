@@ -19,7 +19,7 @@ if [ -z "${SKIP_PAIRS:-}" ]; then
     timeout 120 "$B/evotune" --db "$OUT/pairs.db" run -q --kernel gemm_sm90 --shape $shape --dtype bf16 --strategy exhaustive \
       --budget 5 --elites 5 --retime 5 --config PERSISTENT=1,BLOCK_N=$bn,$DP1 --config PERSISTENT=2,BLOCK_N=$bn,$DP1 \
       --config PERSISTENT=1,BLOCK_N=$bn,$DP2 --config PERSISTENT=2,BLOCK_N=$bn,$DP2 --config PERSISTENT=2,BLOCK_N=$bn,PRODUCER=1,STAGES=4 \
-      | sed -n '/^elite population/,/^default/p' | cut -c1-60,100-240
+      | sed -n '/^elite population/,/^default/p'
   done
 fi
 for shape in ${SHAPES:-8192,1024,8192:300 16384,128,4096:200 4096,4096,4096:300 1000,3000,500:200 8192,8192,8192:120}; do
