@@ -5,13 +5,13 @@
 # the compile-cache hits. The random strategy proposes the same configs for a
 # seed whatever the timings (evo follows the measurements, which differ run
 # to run), so the warm pass finds every config of the cold pass cached.
-#   bench/throughput.sh [path/to/evotune] [extra run args...]
+#   [STRATEGY=evo] [SKIP_SINGLE=1] bench/throughput.sh [path/to/evotune] [extra run args...]
 set -euo pipefail
 EVOTUNE=${1:-./build/evotune}
 shift || true
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-args=(run --kernel sdpa_fwd --shape 2,8,512,64 --dtype fp16 --budget 128 --seed 1 --strategy random "$@")
+args=(run --kernel sdpa_fwd --shape 2,8,512,64 --dtype fp16 --budget 128 --seed 1 --strategy "${STRATEGY:-random}" "$@")
 printf "%-28s %8s %10s %9s %13s %11s\n" variant "wall s" trials/min "GPU busy" "compile busy" "cache hits"
 one() {  # name cache-dir extra-args...
   local name=$1 cache=$2

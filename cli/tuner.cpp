@@ -728,8 +728,19 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   size_t next_seed = 0;
   int proposed = 0;
   bool exhausted = false;
+  // Proposals run up to `window` ahead of the observations. Results are
+  // recorded in proposal order (a seed gives the same run on any number of
+  // GPUs), so a slow compile at the front holds back the finished entries
+  // behind it; while it does and the compile pool runs short of work, up to
+  // twice the window is let in flight (live runs: replay has no compiles).
+  auto compiling = [&] {
+    return std::count_if(entries.begin(), entries.end(),
+                         [&](const Entry& e) { return e.compiled.valid() && !ready(e.compiled); });
+  };
   auto refill = [&] {
-    while (static_cast<int>(entries.size()) < window && spent + proposed < budget && !stop.load()) {
+    while (spent + proposed < budget && !stop.load()) {
+      const auto n = static_cast<long>(entries.size());
+      if (n >= window && (replay || n >= 2L * window || compiling() >= static_cast<long>(threads))) break;
       Entry e;
       e.sim_proposed = sim_now;
       if (next_seed < seeds.size()) {
@@ -856,9 +867,12 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     while (!entries.empty() && entries.front().trial && !stop.load()) {
       record(entries.front());
       entries.pop_front();
-      refill();
+      refill();  // after each observation, as the strategy expects
       progressed = true;
     }
+    const size_t before = entries.size();
+    refill();
+    progressed = progressed || entries.size() != before;
     if (!progressed) wake.wait(seen);  // until a compile or an evaluation finishes
   }
   bool interrupted = stop.load();
