@@ -50,9 +50,11 @@ void add_worker_command(CLI::App& app, Context& ctx) {
 
   auto* comp = app.add_subcommand("compile-worker", "internal: compile candidates with NVRTC for a tuning run");
   comp->group("");
+  static bool prewarm = false;
   comp->add_option("--in-fd", in_fd);
   comp->add_option("--out-fd", out_fd);
-  comp->callback([&ctx] { ctx.action = [] { return compile_worker_main(in_fd, out_fd); }; });
+  comp->add_flag("--prewarm", prewarm, "load NVRTC with a trivial compile before the first request");
+  comp->callback([&ctx] { ctx.action = [] { return compile_worker_main(in_fd, out_fd, prewarm); }; });
 }
 
 }  // namespace

@@ -300,6 +300,12 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   rec.nvrtc_version = nvrtc_version();
   std::vector<DeviceInfo> gpus;
   const std::string exe = o.worker_exe.empty() ? self_exe() : o.worker_exe;
+  // The compiler processes start now too (loading NVRTC) while the devices
+  // are queried.
+  unsigned threads = o.compile_threads > 0 ? static_cast<unsigned>(o.compile_threads)
+                                           : std::max(1u, std::thread::hardware_concurrency());
+  CompileService compiler(o.isolate_compiles && !replay ? exe : std::string(), threads, o.compile_timeout_s);
+  if (!replay) compiler.spawn_all();
   // GPU workers are spawned first thing: each creates its CUDA context while
   // this process queries the devices, opens the run and compiles references.
   std::vector<std::unique_ptr<WorkerClient>> workers;
@@ -407,9 +413,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       std::count_if(previous.begin(), previous.end(), [](const Trial& t) { return t.status != TrialStatus::invalid; }));
 
   // ---- compilers, references, GPU workers
-  unsigned threads = o.compile_threads > 0 ? static_cast<unsigned>(o.compile_threads)
-                                           : std::max(1u, std::thread::hardware_concurrency());
-  CompileService compiler(o.isolate_compiles && !replay ? exe : std::string(), threads, o.compile_timeout_s);
   Wakeup wake;  // before the pool: its tasks signal it until the pool is joined
   ThreadPool pool(threads);
   const int window = o.window > 0 ? o.window : static_cast<int>(std::max(4u, 2 * threads));

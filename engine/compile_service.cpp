@@ -59,6 +59,21 @@ CompileService::CompileService(std::string exe, unsigned processes, double timeo
 
 CompileService::~CompileService() = default;
 
+void CompileService::spawn_all() {
+  if (exe_.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t slot : free_) {
+    ChildProcess& child = *slots_[slot];
+    if (child.running()) continue;
+    try {
+      child.spawn(exe_, {"compile-worker", "--in-fd", "3", "--out-fd", "4", "--prewarm"});
+      ++spawns_;
+    } catch (const std::exception&) {
+      // compile() spawns it again and reports what fails
+    }
+  }
+}
+
 CompileResult CompileService::compile(const CompileRequest& req) {
   if (exe_.empty()) return evotune::compile(req);
   const std::string key = req.key();
@@ -112,10 +127,23 @@ CompileResult CompileService::compile(const CompileRequest& req) {
   return res;
 }
 
-int compile_worker_main(int in_fd, int out_fd) {
+int compile_worker_main(int in_fd, int out_fd, bool prewarm) {
   exit_with_parent();
   std::signal(SIGPIPE, SIG_IGN);
   CompileCache::global().set_enabled(false);  // the tuner caches
+  if (prewarm) {
+    // NVRTC's first compile loads its built-ins: pay for it before the
+    // tuner's first request.
+    CompileRequest r;
+    r.source_name = "prewarm.cu";
+    r.source = "extern \"C\" __global__ void evotune_prewarm() {}\n";
+    r.entry = "evotune_prewarm";
+    r.arch = "sm_80";
+    try {
+      (void)compile(r);
+    } catch (const std::exception&) {
+    }
+  }
   for (;;) {
     Message req;
     if (read_message(in_fd, req, -1) != ReadStatus::ok) return 0;

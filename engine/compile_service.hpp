@@ -27,6 +27,9 @@ class CompileService {
 
   // Thread-safe; blocks until a compile process is free.
   CompileResult compile(const CompileRequest& req);
+  // Starts every compiler process now (each loads NVRTC and compiles a
+  // trivial kernel), so that the first compiles find them ready.
+  void spawn_all();
   unsigned processes() const { return static_cast<unsigned>(slots_.size()); }
   bool isolated() const { return !exe_.empty(); }
   int spawns() const { return spawns_.load(); }  // compiler processes started so far
@@ -42,6 +45,6 @@ class CompileService {
 };
 
 // The compile-worker process: compiles requests until EOF.
-int compile_worker_main(int in_fd, int out_fd);
+int compile_worker_main(int in_fd, int out_fd, bool prewarm = false);
 
 }  // namespace evotune
