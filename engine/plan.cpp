@@ -128,8 +128,9 @@ void from_json(const nlohmann::json& j, ProblemSetup& p) {
 }
 
 void to_json(nlohmann::json& j, const TimingOptions& t) {
-  j = {{"warmup_ms", t.warmup_ms},   {"warmup_busy_ms", t.warmup_busy_ms}, {"busy_gap_ms", t.busy_gap_ms},
-       {"min_samples", t.min_samples}, {"max_samples", t.max_samples},       {"target_ms", t.target_ms},
+  j = {{"warmup_ms", t.warmup_ms},     {"warmup_busy_ms", t.warmup_busy_ms},
+       {"busy_gap_ms", t.busy_gap_ms}, {"min_samples", t.min_samples},
+       {"max_samples", t.max_samples}, {"target_ms", t.target_ms},
        {"flush_l2", t.flush_l2},       {"flush_bytes_factor", t.flush_bytes_factor}};
 }
 void from_json(const nlohmann::json& j, TimingOptions& t) {

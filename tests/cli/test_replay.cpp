@@ -22,8 +22,8 @@
 #include "store/dataset.hpp"
 #include "store/store.hpp"
 #include "tests/catch.hpp"
-#include "tests/temp_dir.hpp"
 #include "tests/paths.hpp"
+#include "tests/temp_dir.hpp"
 
 extern char** environ;
 

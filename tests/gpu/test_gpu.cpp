@@ -15,8 +15,8 @@
 #include "search/space.hpp"
 #include "store/store.hpp"
 #include "tests/catch.hpp"
-#include "tests/temp_dir.hpp"
 #include "tests/paths.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace evotune;
 namespace fs = std::filesystem;
