@@ -153,8 +153,25 @@ def winner(args, kernel, shape_text, dtype):
     return run, json.loads(evotune(args, "export", str(run), "--format", "launch"))
 
 
-def bench(fn):
-    return tt.do_bench(fn, warmup=25, rep=args.rep, return_mode="median") * 1e3  # us
+def bench(fns):
+    """Median latency (us) of each function, timed interleaved: --rounds rounds,
+    each timing every function for rep/rounds ms, in rotated order, so that
+    clock and power drift (big GEMMs run at the power limit) reach all of them
+    alike. Returns the median over rounds and each round's ratio to fns[0]."""
+    rounds = max(1, args.rounds)
+    per = {i: [] for i in range(len(fns))}
+    for r in range(rounds):
+        order = list(range(len(fns)))
+        order = order[r % len(fns):] + order[:r % len(fns)]
+        for i in order:
+            per[i].append(tt.do_bench(fns[i], warmup=10, rep=max(10, args.rep // rounds), return_mode="median") * 1e3)
+    med = [sorted(v)[len(v) // 2] for v in per.values()]
+    ratios = [[per[i][r] / per[0][r] for r in range(rounds)] for i in range(len(fns))]
+    return med, ratios
+
+
+def spread(ratios):
+    return f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
 def gemm_case(args, M, N, K, dtype):
@@ -167,12 +184,11 @@ def gemm_case(args, M, N, K, dtype):
     torch.cuda.synchronize()
     ref = A.float() @ B.float()
     err = ((C.float() - ref).norm() / ref.norm()).item()
-    us = bench(ours)
-    cublas = bench(lambda: A @ B)
+    (us, cublas), (_, rounds) = bench([ours, lambda: A @ B])
     fl = 2 * M * N * K
     return {"op": "gemm", "shape": [M, N, K], "dtype": dtype, "run": run, "config": doc["config"], "ours_us": us,
             "ours_tflops": fl / us / 1e6, "rel_err": err, "cublas_us": cublas, "cublas_tflops": fl / cublas / 1e6,
-            "vs_cublas": cublas / us}
+            "vs_cublas": cublas / us, "vs_cublas_rounds": rounds}
 
 
 def sdpa_case(args, dtype, Bn, H, S, D):
@@ -186,21 +202,31 @@ def sdpa_case(args, dtype, Bn, H, S, D):
     with sdpa_kernel([SDPBackend.MATH]):
         ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     err = ((o.float() - ref).norm() / ref.norm()).item()
-    row = {"op": "sdpa", "shape": [Bn, H, S, D], "dtype": dtype, "run": run, "config": doc["config"],
-           "ours_us": bench(ours), "rel_err": err}
-    fl = 4 * Bn * H * S * S * D
-    row["ours_tflops"] = fl / row["ours_us"] / 1e6
+    row = {"op": "sdpa", "shape": [Bn, H, S, D], "dtype": dtype, "run": run, "config": doc["config"], "rel_err": err}
+    names, fns = ["ours"], [ours]
     for name, backend in BACKENDS.items():
+        row[name + "_us"] = None
         if name == "math" and Bn * H * S * S * 2 > 2**33:
             continue
-        try:
+
+        def f(backend=backend):
             with sdpa_kernel([backend]):
-                f = lambda: F.scaled_dot_product_attention(q, k, v)
-                f()
-                row[name + "_us"] = bench(f)
-                row["vs_" + name] = row[name + "_us"] / row["ours_us"]
-        except RuntimeError as e:
-            row[name + "_us"] = None
+                return F.scaled_dot_product_attention(q, k, v)
+        try:
+            f()
+            torch.cuda.synchronize()
+        except RuntimeError:
+            continue  # the backend does not take this shape or type
+        names.append(name)
+        fns.append(f)
+    med, ratios = bench(fns)
+    for name, us, rs in zip(names, med, ratios):
+        row[name + "_us"] = us
+        if name != "ours":
+            row["vs_" + name] = us / med[0]
+            row["vs_" + name + "_rounds"] = rs
+    fl = 4 * Bn * H * S * S * D
+    row["ours_tflops"] = fl / row["ours_us"] / 1e6
     return row
 
 
@@ -219,7 +245,10 @@ if __name__ == "__main__":
     ap.add_argument("--anchors", action="store_true", help="every shape of ANCHORS.md (GEMM bf16, attention fp16/bf16)")
     ap.add_argument("--only", choices=["gemm", "sdpa"], help="with --anchors: one kind")
     ap.add_argument("--tune-budget", type=int, default=0, help="tune shapes that have no run yet, with this budget")
-    ap.add_argument("--rep", type=int, default=200, help="do_bench repetition time, ms")
+    ap.add_argument("--rep", type=int, default=200, help="do_bench repetition time per function, ms (over all rounds)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds: every function timed in each, rotated order (the 'rounds' column: "
+                         "the lowest and highest per-round ratio)")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args()
     torch.zeros(1, device="cuda")  # PyTorch's context is current: cubins load into it
@@ -231,13 +260,15 @@ if __name__ == "__main__":
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
     rows = []
     if gemms:
-        print(f"\n{'GEMM ' + args.kernel:<28} {'ours us':>9} {'TFLOP/s':>8} {'cuBLAS us':>10} {'TFLOP/s':>8} {'vs cuBLAS':>9} {'rel err':>8}")
+        print(f"\n{'GEMM ' + args.kernel:<28} {'ours us':>9} {'TFLOP/s':>8} {'cuBLAS us':>10} {'TFLOP/s':>8} {'vs cuBLAS':>9} "
+              f"{'rounds':>10} {'rel err':>8}")
     for (M, N, K) in gemms:
         r = gemm_case(args, M, N, K, "bf16" if args.anchors else args.dtype)
         rows.append(r)
         label = f"{M}x{N}x{K} {r['dtype']}"
         print(f"{label:<28} {r['ours_us']:>9.1f} {r['ours_tflops']:>8.1f} "
-              f"{r['cublas_us']:>10.1f} {r['cublas_tflops']:>8.1f} {r['vs_cublas']:>8.2f}x {r['rel_err']:>8.1e}", flush=True)
+              f"{r['cublas_us']:>10.1f} {r['cublas_tflops']:>8.1f} {r['vs_cublas']:>8.3f}x "
+              f"{spread(r['vs_cublas_rounds']):>10} {r['rel_err']:>8.1e}", flush=True)
     if sdpas:
         print(f"\n{'attention (non-causal)':<28} {'ours us':>9} {'TFLOP/s':>8} {'flash':>8} {'cuDNN':>8} {'effic.':>8} {'math':>9} "
               f"{'vs flash':>8} {'vs cuDNN':>8} {'rel err':>8}")

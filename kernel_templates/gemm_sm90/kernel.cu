@@ -539,22 +539,27 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
       acc[mi][j] = 0.f;
       fence_operand(acc[mi][j]);
     }
+  // Descriptors of stage 0's first k16 step; a stage, step or m64 block adds
+  // its byte offset >> 4 to the address field (bits 0-13). Shared addresses
+  // stay below 256 KB, so the field never carries into the next one, and the
+  // loop adds constants instead of building descriptors (half the mainloop's
+  // instructions).
+  // B: N-major atoms of 64 columns x 8 k-rows; the next atom along N is the
+  // next box (BLOCK_K*128 bytes), the next 8 k-rows 1024 bytes on.
+  // A: K-major, rows of 128 bytes; k16 slice kk%4 starts 32 bytes in.
+  const unsigned long long da0 = make_desc_sw128(smem + row0_in_tile * 128, 16, 1024);
+  const unsigned long long db0 = make_desc_sw128(smem + kStageBytesA, kBoxBytesB, 1024);
   Ring prev = ring;  // stage of the previous k-tile, released one step late
   for (int kt = 0; kt < k_tiles; ++kt) {
     mbar_wait(full0 + 8 * ring.stage, ring.phase);
-    const unsigned a_base = smem + ring.stage * kStageBytes + row0_in_tile * 128;
-    const unsigned b_base = smem + ring.stage * kStageBytes + kStageBytesA;
+    const unsigned long long so = (unsigned)(ring.stage * kStageBytes) >> 4;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
-      // B: N-major atoms of 64 columns x 8 k-rows; the next atom along N is the
-      // next box (BLOCK_K*128 bytes), the next 8 k-rows 1024 bytes on.
-      const unsigned long long db = make_desc_sw128(b_base + kk * 16 * 128, kBoxBytesB, 1024);
+      const unsigned long long db = db0 + so + ((kk * 16 * 128) >> 4);
 #pragma unroll
       for (int mi = 0; mi < kMIters; ++mi) {
-        // A: K-major, rows of 128 bytes; k16 slice kk%4 starts 32 bytes in.
-        const unsigned long long da =
-            make_desc_sw128(a_base + (kk / 4) * kSubBytesA + mi * 64 * 128 + (kk % 4) * 32, 16, 1024);
+        const unsigned long long da = da0 + so + (((kk / 4) * kSubBytesA + mi * 64 * 128 + (kk % 4) * 32) >> 4);
         wgmma_ss<BLOCK_N, kBF16, 1>(acc[mi], da, db);
       }
     }

@@ -18,4 +18,4 @@ for shape in ${SHAPES:-8192,1024,8192:300 16384,128,4096:200 4096,4096,4096:300 
     --budget ${shape##*:} --seed ${SEED:-11}
   "$B/evotune" --db "$DB" top last 2>&1 | sed -n '1p;4,6p' | cut -c1-60,130-330
 done
-python3 bench/side_by_side.py --evotune "$B/evotune" --db "$DB" --anchors --only gemm --rep 500 --json "$OUT/gemm_side.json"
+python3 bench/side_by_side.py --evotune "$B/evotune" --db "$DB" --anchors --only gemm --rep 1000 --rounds 10 --json "$OUT/gemm_side.json"
