@@ -158,6 +158,40 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* 
 #endif
 }
 
+// An L2 eviction policy for loads whose data is read once: such lines are
+// the first to go, so they do not push out data that is reused (the other
+// operand) or dirty lines that would cost write-backs.
+__device__ __forceinline__ unsigned long long l2_evict_first_policy() {
+  unsigned long long policy = 0;
+#if EVOTUNE_SM90
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+
+// tma_load_2d and tma_load_2d_multicast with an L2 cache policy.
+__device__ __forceinline__ void tma_load_2d_hint(unsigned dst, const void* tmap, int c0, int c1, unsigned bar,
+                                                 unsigned long long policy) {
+#if EVOTUNE_SM90
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1), "r"(bar), "l"(policy)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void tma_load_2d_multicast_hint(unsigned dst, const void* tmap, int c0, int c1, unsigned bar,
+                                                           unsigned short cta_mask, unsigned long long policy) {
+#if EVOTUNE_SM90
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask), "l"(policy)
+      : "memory");
+#endif
+}
+
 // ------------------------------------------------------------ wgmma
 
 // Shared-memory matrix descriptor for the 128-byte swizzle (PTX "matrix

@@ -77,6 +77,10 @@
 //                2 one per SM with the partial wave as stream-K.
 //   SPLIT_K      K slices per tile, reduced serially through workspace.
 //   EPILOGUE     0 direct register stores, 1 staged through shared memory.
+//   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
+//                an operand streamed once (A of a skinny-N GEMM), so that it
+//                neither evicts the reused operand nor forces write-backs of
+//                dirty lines other kernels left in L2.
 //
 // Launch (spec.toml): 1-D grid of whole clusters, block = 128*CONSUMER_WG +
 // (PRODUCER ? 128 : 32), dynamic shared memory = 1024 (alignment slack) +
@@ -127,6 +131,9 @@
 #ifndef EPILOGUE
 #define EPILOGUE 1
 #endif
+#ifndef L2_HINT
+#define L2_HINT 0
+#endif
 
 namespace evotune_gemm_sm90 {
 
@@ -148,6 +155,8 @@ constexpr int kConsumerThreads = 128 * kCWG;
 constexpr int kThreads = kConsumerThreads + kProducerThreads;
 constexpr int kCS = CLUSTER_M * CLUSTER_N;
 constexpr bool kStreamK = PERSISTENT == 2;
+constexpr bool kEvictFirstA = (L2_HINT & 1) != 0;  // TMA loads of A marked evict-first in L2
+constexpr bool kEvictFirstB = (L2_HINT & 2) != 0;
 
 constexpr int kSubBytesA = BLOCK_M * 128;  // one 64-wide K sub-tile of A
 constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
@@ -447,10 +456,17 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
               unsigned short mask = 0;
 #pragma unroll
               for (int j = 0; j < CLUSTER_N; ++j) mask |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
-              tma_load_2d_multicast(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
-                                    m0 + s.rank_n * kRows, full, mask);
+              if constexpr (kEvictFirstA)
+                tma_load_2d_multicast_hint(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
+                                           m0 + s.rank_n * kRows, full, mask, l2_evict_first_policy());
+              else
+                tma_load_2d_multicast(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
+                                      m0 + s.rank_n * kRows, full, mask);
             } else {
-              tma_load_2d(a_dst + sub * kSubBytesA, tm_a, k0 + sub * 64, m0, full);
+              if constexpr (kEvictFirstA)
+                tma_load_2d_hint(a_dst + sub * kSubBytesA, tm_a, k0 + sub * 64, m0, full, l2_evict_first_policy());
+              else
+                tma_load_2d(a_dst + sub * kSubBytesA, tm_a, k0 + sub * 64, m0, full);
             }
           }
         }
@@ -463,10 +479,17 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
               unsigned short mask = 0;
 #pragma unroll
               for (int j = 0; j < CLUSTER_M; ++j) mask |= (unsigned short)(1u << (j + CLUSTER_M * s.rank_n));
-              tma_load_2d_multicast(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
-                                    k0 + s.rank_m * kRows, full, mask);
+              if constexpr (kEvictFirstB)
+                tma_load_2d_multicast_hint(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
+                                           k0 + s.rank_m * kRows, full, mask, l2_evict_first_policy());
+              else
+                tma_load_2d_multicast(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
+                                      k0 + s.rank_m * kRows, full, mask);
             } else {
-              tma_load_2d(b_dst + box * kBoxBytesB, tm_b, n0 + box * 64, k0, full);
+              if constexpr (kEvictFirstB)
+                tma_load_2d_hint(b_dst + box * kBoxBytesB, tm_b, n0 + box * 64, k0, full, l2_evict_first_policy());
+              else
+                tma_load_2d(b_dst + box * kBoxBytesB, tm_b, n0 + box * 64, k0, full);
             }
           }
         }

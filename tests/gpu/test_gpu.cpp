@@ -168,7 +168,9 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                                                    {"CLUSTER_N", 2},
                                                                                    {"PERSISTENT", 1},
                                                                                    {"PERSISTENT", 2},
-                                                                                   {"SCHEDULE", 1}}) {
+                                                                                   {"SCHEDULE", 1},
+                                                                                   {"L2_HINT", 2},
+                                                                                   {"L2_HINT", 3}}) {
         auto it = cfg.values.find(knob);
         const std::string key = knob + "=" + std::to_string(rare);
         if (it != cfg.values.end() && it->second == rare && picked[key] < 2) {
