@@ -418,6 +418,22 @@ __device__ __forceinline__ int piece_bytes(int stride) {
 
 // ------------------------------------------------------------ producer
 
+// One TMA box into this CTA (kCopies == 1) or multicast to the CTAs in `mask`,
+// optionally marked evict-first in L2.
+template <int kCopies, bool kEvictFirst>
+__device__ __forceinline__ void tma_load(unsigned dst, const EvotuneTmap* tm, int c0, int c1, unsigned bar,
+                                         unsigned short mask) {
+  using namespace evotune_sm90;
+  if constexpr (kCopies > 1 && kEvictFirst)
+    tma_load_2d_multicast_hint(dst, tm, c0, c1, bar, mask, l2_evict_first_policy());
+  else if constexpr (kCopies > 1)
+    tma_load_2d_multicast(dst, tm, c0, c1, bar, mask);
+  else if constexpr (kEvictFirst)
+    tma_load_2d_hint(dst, tm, c0, c1, bar, l2_evict_first_policy());
+  else
+    tma_load_2d(dst, tm, c0, c1, bar);
+}
+
 // Matrix sizes, pointers and flags come straight from the kernel parameters
 // (constant bank) so that a 24-register producer warpgroup need not hold them.
 __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
@@ -450,48 +466,24 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
           // This CTA's slice of the A tile, rows rank_n * BLOCK_M/CLUSTER_N on,
           // to the CTAs of its cluster row (rank = rank_m + CLUSTER_M * rank_n).
           constexpr int kRows = BLOCK_M / CLUSTER_N;
+          unsigned short mask = 0;
 #pragma unroll
-          for (int sub = 0; sub < BLOCK_K / 64; ++sub) {
-            if constexpr (CLUSTER_N > 1) {
-              unsigned short mask = 0;
+          for (int j = 0; j < CLUSTER_N; ++j) mask |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
 #pragma unroll
-              for (int j = 0; j < CLUSTER_N; ++j) mask |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
-              if constexpr (kEvictFirstA)
-                tma_load_2d_multicast_hint(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
-                                           m0 + s.rank_n * kRows, full, mask, l2_evict_first_policy());
-              else
-                tma_load_2d_multicast(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
-                                      m0 + s.rank_n * kRows, full, mask);
-            } else {
-              if constexpr (kEvictFirstA)
-                tma_load_2d_hint(a_dst + sub * kSubBytesA, tm_a, k0 + sub * 64, m0, full, l2_evict_first_policy());
-              else
-                tma_load_2d(a_dst + sub * kSubBytesA, tm_a, k0 + sub * 64, m0, full);
-            }
-          }
+          for (int sub = 0; sub < BLOCK_K / 64; ++sub)
+            tma_load<CLUSTER_N, kEvictFirstA>(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
+                                              m0 + s.rank_n * kRows, full, mask);
         }
         if (tma_b) {
           // This CTA's k-row slice of every B box, to its cluster column.
           constexpr int kRows = BLOCK_K / CLUSTER_M;
+          unsigned short mask = 0;
 #pragma unroll
-          for (int box = 0; box < kNBoxes; ++box) {
-            if constexpr (CLUSTER_M > 1) {
-              unsigned short mask = 0;
+          for (int j = 0; j < CLUSTER_M; ++j) mask |= (unsigned short)(1u << (j + CLUSTER_M * s.rank_n));
 #pragma unroll
-              for (int j = 0; j < CLUSTER_M; ++j) mask |= (unsigned short)(1u << (j + CLUSTER_M * s.rank_n));
-              if constexpr (kEvictFirstB)
-                tma_load_2d_multicast_hint(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
-                                           k0 + s.rank_m * kRows, full, mask, l2_evict_first_policy());
-              else
-                tma_load_2d_multicast(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
-                                      k0 + s.rank_m * kRows, full, mask);
-            } else {
-              if constexpr (kEvictFirstB)
-                tma_load_2d_hint(b_dst + box * kBoxBytesB, tm_b, n0 + box * 64, k0, full, l2_evict_first_policy());
-              else
-                tma_load_2d(b_dst + box * kBoxBytesB, tm_b, n0 + box * 64, k0, full);
-            }
-          }
+          for (int box = 0; box < kNBoxes; ++box)
+            tma_load<CLUSTER_M, kEvictFirstB>(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
+                                              k0 + s.rank_m * kRows, full, mask);
         }
       }
       if (fallback) {
