@@ -27,9 +27,11 @@ class SearchSpace {
   // Product of the parameter list sizes.
   double total_size() const;
   // All valid configs in lexicographic order of value indices (parameters in
-  // spec order), when the product is small enough to enumerate (≤ limit);
-  // nullptr otherwise. Cached after the first call.
-  const std::vector<Config>* enumerate_valid(size_t limit = 4'000'000) const;
+  // spec order), when the product is small enough to walk (≤ limit; the walk
+  // prunes on each constraint as soon as its parameters are set) and at most
+  // kMaxValidConfigs are valid; nullptr otherwise. Cached after the first call.
+  static constexpr size_t kMaxValidConfigs = 4'000'000;
+  const std::vector<Config>* enumerate_valid(size_t limit = 256'000'000) const;
   // A uniformly random config (valid or not) from the product.
   Config random_config(std::mt19937_64& rng) const;
   Config default_config() const { return spec_->default_config(); }

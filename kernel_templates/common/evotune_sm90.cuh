@@ -91,9 +91,23 @@ __device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity) {
 #endif
 }
 
+// Blocks until the phase with parity `parity` has completed. The retry loop
+// sits inside one asm statement: to the compiler it is a single instruction,
+// not a loop whose exit differs per thread, so code after a wait keeps
+// warp-uniform values in uniform registers (the wgmma descriptors of a
+// mainloop) instead of recomputing them per thread.
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-  while (!mbar_try_wait(bar, parity)) {
-  }
+#if EVOTUNE_SM90
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "EVOTUNE_MBAR_WAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra EVOTUNE_MBAR_WAIT_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
 }
 
 // Arrival on the mbarrier at the same shared-memory offset in CTA `cta` of
@@ -189,6 +203,49 @@ __device__ __forceinline__ void tma_load_2d_multicast_hint(unsigned dst, const v
       ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n" ::"r"(dst),
       "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask), "l"(policy)
       : "memory");
+#endif
+}
+
+// Shared → global copy of a box of a 2-D tensor map (the inverse of
+// tma_load_2d), in this thread's bulk-async group; the parts of the box
+// outside the tensor are not written. smem must be written and fenced
+// (fence_proxy_async) by its writers first.
+__device__ __forceinline__ void tma_store_2d(const void* tmap, int c0, int c1, unsigned src) {
+#if EVOTUNE_SM90
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(tmap)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+#endif
+}
+
+// Closes this thread's current bulk-async group (the stores issued since the last commit).
+__device__ __forceinline__ void bulk_commit() {
+#if EVOTUNE_SM90
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most N of this thread's bulk-async groups still read their
+// shared-memory source (.read), or, with kDone, until at most N are unfinished.
+template <int N, bool kDone = false>
+__device__ __forceinline__ void bulk_wait() {
+#if EVOTUNE_SM90
+  if constexpr (kDone)
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+  else
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// Four 8x8 b16 matrices to shared memory: lanes 8i..8i+7 give the row
+// addresses of matrix i; register i holds each lane's pair of matrix i in the
+// mma accumulator layout (row lane/4, columns 2*(lane%4), +1).
+__device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+#if EVOTUNE_SM90
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
 #endif
 }
 

@@ -26,9 +26,12 @@
 //    descriptors, B transposed: it is N-major) for its 64 or 128 rows, keeps one
 //    k-tile of wgmmas in flight and releases the stage before last to the
 //    producer. Accumulators stay in registers (fp32).
-//  * Epilogue. Accumulators to C through a per-warp 16x64 shared-memory
-//    staging tile and 16-byte coalesced stores (EPILOGUE=1), or straight from
-//    registers with 4-byte stores (EPILOGUE=0); predicated for M/N tails.
+//  * Epilogue. Accumulators to C through per-warp 16x64 shared-memory
+//    staging tiles: written with stmatrix and copied out by TMA bulk stores
+//    that run on while the warp goes on (EPILOGUE=2; the tensor map clips
+//    M/N tails), or read back for 16-byte coalesced stores (EPILOGUE=1, and
+//    EPILOGUE=2 when N % 8 != 0); or straight from registers with 4-byte
+//    stores (EPILOGUE=0); predicated for M/N tails.
 //  * Scheduling. Work units are (cluster tile, K split); cluster c takes units
 //    c, c+G, c+2G, ... (G = clusters in the grid), so PERSISTENT=1 launches
 //    min(units, SMs) CTAs that loop while the producer runs ahead into the next
@@ -76,7 +79,8 @@
 //   PERSISTENT   0 one CTA per unit (pair of units for ping-pong), 1 one per SM,
 //                2 one per SM with the partial wave as stream-K.
 //   SPLIT_K      K slices per tile, reduced serially through workspace.
-//   EPILOGUE     0 direct register stores, 1 staged through shared memory.
+//   EPILOGUE     0 direct register stores, 1 staged through shared memory,
+//                2 staged with stmatrix and stored by TMA (asynchronous).
 //   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
@@ -163,7 +167,10 @@ constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
 constexpr int kBoxBytesB = BLOCK_K * 128;  // one 64-wide N box of B
 constexpr int kStageBytesB = BLOCK_K * BLOCK_N * 2;
 constexpr int kStageBytes = kStageBytesA + kStageBytesB;
-constexpr int kEpiWarpBytes = 16 * 64 * 2;  // per-warp 16 x 64 staging tile
+constexpr int kEpiTileBytes = 16 * 64 * 2;  // a 16 x 64 staging tile
+// Per warp: one staging tile (EPILOGUE=1), or two that TMA stores drain while
+// the warp fills the other (EPILOGUE=2).
+constexpr int kEpiWarpBytes = EPILOGUE == 2 ? 2 * kEpiTileBytes : kEpiTileBytes;
 constexpr int kEpiBytes = EPILOGUE ? (kConsumerThreads / 32) * kEpiWarpBytes : 0;
 constexpr int kBarOffset = STAGES * kStageBytes + kEpiBytes;
 constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // + barriers, flags, schedule
@@ -740,9 +747,46 @@ __device__ __forceinline__ void st_global_v4(void* p, uint4 v) {
 // Writes this warpgroup's rows of the tile to C (rows from m_wg, columns from
 // n0), predicated on the matrix edges.
 __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], evotune_elem_t* __restrict__ C,
-                                           const Sched& s, int m_wg, int n0, unsigned epi_smem, int wg_tid) {
+                                           const EvotuneTmap* tm_c, const Sched& s, int m_wg, int n0,
+                                           unsigned epi_smem, int wg_tid, unsigned& epi_seq) {
   const int warp = wg_tid >> 5, lane = wg_tid & 31;
-  if constexpr (EPILOGUE == 1) {
+  if (EPILOGUE == 2 && s.N % 8 == 0) {  // tm_c is encoded exactly when N % 8 == 0 (spec.toml)
+    using namespace evotune_sm90;
+    // Per warp, 16 rows x 64 columns at a time: four stmatrix.x4 (each a
+    // 16 x 16 block: column groups j, j+1, rows 0-7 and 8-15) into a staging
+    // tile in the 128-byte swizzle, then one TMA store by lane 0. The two
+    // staging tiles alternate; before refilling one, lane 0 waits until the
+    // store issued from it two tiles ago has read it.
+    const unsigned buf0 = epi_smem + (threadIdx.x >> 5) * kEpiWarpBytes;
+    const int q = lane >> 3;
+    const int row = (lane & 7) + 8 * (q & 1);  // the row whose address this lane gives
+#pragma unroll
+    for (int mi = 0; mi < kMIters; ++mi) {
+#pragma unroll
+      for (int c = 0; c < kNBoxes; ++c) {
+        const unsigned buf = buf0 + (epi_seq & 1u) * kEpiTileBytes;
+        ++epi_seq;
+        if (lane == 0) bulk_wait<1>();
+        __syncwarp();
+#pragma unroll
+        for (int jj = 0; jj < 8; jj += 2) {
+          const int j = c * 8 + jj;
+          const unsigned r0 = evotune_ptx::pack2(acc[mi][4 * j], acc[mi][4 * j + 1]);
+          const unsigned r1 = evotune_ptx::pack2(acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
+          const unsigned r2 = evotune_ptx::pack2(acc[mi][4 * j + 4], acc[mi][4 * j + 5]);
+          const unsigned r3 = evotune_ptx::pack2(acc[mi][4 * j + 6], acc[mi][4 * j + 7]);
+          const int chunk = jj + (q >> 1);
+          stmatrix_x4(buf + row * 128 + ((chunk ^ (row & 7)) << 4), r0, r1, r2, r3);
+        }
+        fence_proxy_async();  // this lane's writes, visible to the TMA engine
+        __syncwarp();
+        if (lane == 0) {
+          tma_store_2d(tm_c, n0 + c * 64, m_wg + mi * 64 + warp * 16, buf);
+          bulk_commit();
+        }
+      }
+    }
+  } else if constexpr (EPILOGUE >= 1) {
     // Per warp: its 16 rows x 64 columns at a time through shared memory
     // (16-byte chunks XOR-swizzled by row, conflict-free both ways), then
     // whole 128-byte row segments to global memory.
@@ -815,18 +859,23 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
   }
 }
 
-__device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restrict__ C, float* __restrict__ workspace,
+__device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restrict__ C, const EvotuneTmap* tm_c,
+                                         float* __restrict__ workspace,
                                          unsigned* __restrict__ counters, unsigned smem, unsigned full0,
                                          unsigned empty0, unsigned epi_smem, volatile unsigned* flags, int wg) {
   const int wg_tid = threadIdx.x & 127;
   float acc[kMIters][kAcc];
   Ring ring;
+  unsigned epi_seq = 0;  // staging tiles this warp has filled (EPILOGUE=2 alternates two)
   if constexpr (kPingPong) {
     // Warpgroup 0 takes the tensor cores first.
     if (wg == 1 && s.count > 0) evotune_sm90::named_bar_arrive(kBarOrder + 0, 256);
   }
-  for (int i = 0; i < s.count; ++i) {
-    const int k_tiles = unit_at(s, i).k_tiles;
+  // Loop bounds broadcast from lane 0: provably warp-uniform, so the ring
+  // state and the wgmma descriptors stay in uniform registers.
+  const int count = __shfl_sync(0xffffffffu, s.count, 0);
+  for (int i = 0; i < count; ++i) {
+    const int k_tiles = __shfl_sync(0xffffffffu, unit_at(s, i).k_tiles, 0);
     if (kPingPong && (i & 1) != wg) {
       ring.skip(k_tiles);  // the other warpgroup's stages
       continue;
@@ -860,14 +909,18 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
         splitk_sum_store(C, workspace, s, m_wg, n0, wg_tid);
       continue;
     }
-    store_tile(acc, C, s, m_wg, n0, epi_smem, wg_tid);
+    store_tile(acc, C, tm_c, s, m_wg, n0, epi_smem, wg_tid, epi_seq);
   }
+  // TMA stores still reading staging tiles must finish before the CTA's
+  // shared memory goes away.
+  if (EPILOGUE == 2 && (wg_tid & 31) == 0) evotune_sm90::bulk_wait<0, true>();
 }
 
 }  // namespace evotune_gemm_sm90
 
 extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
     gemm_sm90(const __grid_constant__ EvotuneTmap tm_a, const __grid_constant__ EvotuneTmap tm_b,
+              const __grid_constant__ EvotuneTmap tm_c,
               const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
               evotune_elem_t* __restrict__ C, float* __restrict__ workspace, unsigned* __restrict__ counters, int M,
               int N, int K, int use_tma_a, int use_tma_b) {
@@ -912,7 +965,10 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
     __syncthreads();
 
   const Sched& s = *sched;
-  const int wg = threadIdx.x >> 7;
+  // Warp-uniform as far as the compiler can tell (a broadcast), so that the
+  // role branches are uniform and the consumers' descriptors and ring state
+  // live in uniform registers.
+  const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x >> 7, 0);
   if (wg == kCWG) {
     if constexpr (PRODUCER == 1) setmaxnreg_dec<kRegProducer>();
     producer(s, &tm_a, &tm_b, A, B, M, N, K, smem, use_tma_a != 0, use_tma_b != 0, (int)threadIdx.x - kConsumerThreads);
@@ -922,7 +978,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
     }
   } else {
     if constexpr (PRODUCER == 1) setmaxnreg_inc<kRegConsumer>();
-    consumer(s, C, workspace, counters, smem, full0, empty0, epi_smem, flags, wg);
+    consumer(s, C, &tm_c, workspace, counters, smem, full0, empty0, epi_smem, flags, wg);
     if constexpr (kCS > 1) {
       __syncwarp();
       cluster_sync();

@@ -158,27 +158,41 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
     Problem p = spec.parse_problem(c.problems[0], parse_dtype(c.dtype));
     DeviceQuery q = query_devices();
     SearchSpace space(spec, {p}, DeviceTraits{q.devices[0].cc, q.devices[0].num_sms});
+    using Rare = std::vector<std::pair<std::string, int64_t>>;
     std::map<std::string, int> picked;
+    std::map<std::string, Rare> seeded;  // each rare path that seeded configs
     for (const Config& cfg : *space.enumerate_valid()) {
-      // knob → the smallest value that takes the rarer path
-      for (const auto& [knob, rare] : std::vector<std::pair<std::string, int64_t>>{{"SPLIT_K", 2},
-                                                                                   {"SPLIT_KV", 2},
-                                                                                   {"PRODUCER_WARPS", 1},
-                                                                                   {"CLUSTER_M", 2},
-                                                                                   {"CLUSTER_N", 2},
-                                                                                   {"PERSISTENT", 1},
-                                                                                   {"PERSISTENT", 2},
-                                                                                   {"SCHEDULE", 1},
-                                                                                   {"L2_HINT", 2},
-                                                                                   {"L2_HINT", 3}}) {
-        auto it = cfg.values.find(knob);
-        const std::string key = knob + "=" + std::to_string(rare);
-        if (it != cfg.values.end() && it->second == rare && picked[key] < 2) {
+      // knob=value conditions that take a rarer path (each seeds two configs)
+      for (const Rare& rare : std::vector<Rare>{{{"SPLIT_K", 2}},
+                                                {{"SPLIT_KV", 2}},
+                                                {{"PRODUCER_WARPS", 1}},
+                                                {{"CLUSTER_M", 2}},
+                                                {{"CLUSTER_N", 2}},
+                                                {{"PERSISTENT", 1}},
+                                                {{"PERSISTENT", 2}},
+                                                {{"SCHEDULE", 1}},
+                                                {{"L2_HINT", 2}},
+                                                {{"L2_HINT", 3}},
+                                                {{"EPILOGUE", 2}},
+                                                {{"EPILOGUE", 2}, {"SCHEDULE", 1}},
+                                                {{"EPILOGUE", 2}, {"PERSISTENT", 2}},
+                                                {{"EPILOGUE", 2}, {"CLUSTER_M", 2}},
+                                                {{"EPILOGUE", 2}, {"SPLIT_K", 2}}}) {
+        std::string key;
+        bool match = true;
+        for (const auto& [knob, value] : rare) {
+          auto it = cfg.values.find(knob);
+          match = match && it != cfg.values.end() && it->second == value;
+          key += knob + "=" + std::to_string(value) + " ";
+        }
+        if (match && picked[key] < 2) {
           ++picked[key];
+          seeded[key] = rare;
           o.seed_configs.push_back(cfg.canonical());
         }
       }
     }
+    o.budget = std::max<int>(o.budget, static_cast<int>(o.seed_configs.size()) + 4);  // every seed runs
     std::ostringstream log;
     o.quiet = false;
     TuneResult r = tune(o, log);
@@ -191,5 +205,16 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       ok += tr.ok();
     }
     CHECK(ok >= 8);
+    // Every rare path ran and passed verification on at least one config.
+    for (const auto& [key, rare] : seeded) {
+      int passed = 0;
+      for (const Trial& tr : s.trials(r.run.id)) {
+        bool match = tr.ok();
+        for (const auto& [knob, value] : rare) match = match && tr.config.values.at(knob) == value;
+        passed += match;
+      }
+      INFO("rare path " << key);
+      CHECK(passed >= 1);
+    }
   }
 }
