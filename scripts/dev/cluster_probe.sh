@@ -5,12 +5,7 @@
 #   2. Nsight Compute on each config (launch statistics, occupancy, speed of
 #      light), one report per config in $OUT/ncu-*.txt.
 # Needs prebuilt binaries in .device-build/. NCU=0 skips step 2.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=$PWD/.device-build
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export EVOTUNE_CACHE_DIR=/tmp/evc
+source "$(dirname "$0")/env.sh"
 S1=${S1:-8192,1024,8192}
 S2=${S2:-16384,128,4096}
 C1=(${C1:-BLOCK_N=256,PRODUCER=1,STAGES=4,SWIZZLE=4

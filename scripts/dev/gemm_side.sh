@@ -3,12 +3,7 @@
 # shapes (evo, no seeded configs), then the side-by-side GEMM table against
 # cuBLAS. SHAPES="M,N,K:budget ..." overrides the shapes; TEMPLATES=1 runs
 # the [templates] GPU test first. Needs prebuilt binaries in .device-build/.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=$PWD/.device-build
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export EVOTUNE_CACHE_DIR=/tmp/evc EVOTUNE_BINARY=$B/evotune EVOTUNE_SOURCE_DIR=$PWD
+source "$(dirname "$0")/env.sh"
 DB=$OUT/bench.db
 if [ -n "${TEMPLATES:-}" ]; then
   "$B/evotune_gpu_tests" "[templates]" 2>&1 | tail -4

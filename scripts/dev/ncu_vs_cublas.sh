@@ -2,12 +2,7 @@
 # Developer script for a lent GPU host: Nsight Compute on cuBLAS's kernel and
 # on gemm_sm90 configs at one shape, same sections, one report each in
 # $OUT/ncu-cublas.txt and $OUT/ncu-<i>.txt. SHAPE=M,N,K; CONFIGS="cfg ...".
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=$PWD/.device-build
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export EVOTUNE_CACHE_DIR=/tmp/evc
+source "$(dirname "$0")/env.sh"
 SHAPE=${SHAPE:-8192,1024,8192}
 IFS=, read -r M N K <<<"$SHAPE"
 SECTIONS=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis

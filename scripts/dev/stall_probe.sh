@@ -5,12 +5,7 @@
 # warps wait), plus the usual speed-of-light numbers ($OUT/ncu-N.txt).
 # Needs prebuilt binaries in .device-build/.
 #   SHAPE=8192,1024,8192 CONFIGS="cfg1 cfg2 ..." NCU_N=2 scripts/dev/stall_probe.sh
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=$PWD/.device-build
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export EVOTUNE_CACHE_DIR=/tmp/evc
+source "$(dirname "$0")/env.sh"
 SHAPE=${SHAPE:-8192,1024,8192}
 read -r -a CFGS <<<"${CONFIGS:?list of configs}"
 NCU_N=${NCU_N:-2}
