@@ -28,9 +28,11 @@
 //    producer. Accumulators stay in registers (fp32).
 //  * Epilogue. Accumulators to C through per-warp 16x64 shared-memory
 //    staging tiles: written with stmatrix and copied out by TMA bulk stores
-//    that run on while the warp goes on (EPILOGUE=2; the tensor map clips
-//    M/N tails), or read back for 16-byte coalesced stores (EPILOGUE=1, and
-//    EPILOGUE=2 when N % 8 != 0); or straight from registers with 4-byte
+//    that run on while the warp goes on (EPILOGUE=2: two tiles per warp that
+//    alternate; EPILOGUE=3: staging for the whole C tile, so the warp never
+//    waits and the stores drain under the next tile's MMAs; the tensor map
+//    clips M/N tails), or read back for 16-byte coalesced stores (EPILOGUE=1,
+//    and 2/3 when N % 8 != 0); or straight from registers with 4-byte
 //    stores (EPILOGUE=0); predicated for M/N tails.
 //  * Scheduling. Work units are (cluster tile, K split); cluster c takes units
 //    c, c+G, c+2G, ... (G = clusters in the grid), so PERSISTENT=1 launches
@@ -80,7 +82,9 @@
 //                2 one per SM with the partial wave as stream-K.
 //   SPLIT_K      K slices per tile, reduced serially through workspace.
 //   EPILOGUE     0 direct register stores, 1 staged through shared memory,
-//                2 staged with stmatrix and stored by TMA (asynchronous).
+//                2 staged with stmatrix and stored by TMA (asynchronous),
+//                3 as 2 with the whole tile staged (the stores overlap the
+//                next tile's MMAs).
 //   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
@@ -168,9 +172,12 @@ constexpr int kBoxBytesB = BLOCK_K * 128;  // one 64-wide N box of B
 constexpr int kStageBytesB = BLOCK_K * BLOCK_N * 2;
 constexpr int kStageBytes = kStageBytesA + kStageBytesB;
 constexpr int kEpiTileBytes = 16 * 64 * 2;  // a 16 x 64 staging tile
-// Per warp: one staging tile (EPILOGUE=1), or two that TMA stores drain while
-// the warp fills the other (EPILOGUE=2).
-constexpr int kEpiWarpBytes = EPILOGUE == 2 ? 2 * kEpiTileBytes : kEpiTileBytes;
+// Per warp: one staging tile (EPILOGUE=1), two that TMA stores drain while
+// the warp fills the other (EPILOGUE=2), or one per 16 x 64 piece of the
+// warp's part of the tile (EPILOGUE=3: its stores drain during the next
+// tile's MMAs).
+constexpr int kEpiWarpTiles = EPILOGUE == 3 ? kMIters * kNBoxes : (EPILOGUE == 2 ? 2 : 1);
+constexpr int kEpiWarpBytes = kEpiWarpTiles * kEpiTileBytes;
 constexpr int kEpiBytes = EPILOGUE ? (kConsumerThreads / 32) * kEpiWarpBytes : 0;
 constexpr int kBarOffset = STAGES * kStageBytes + kEpiBytes;
 constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // + barriers, flags, schedule
@@ -744,30 +751,67 @@ __device__ __forceinline__ void st_global_v4(void* p, uint4 v) {
                : "memory");
 }
 
+// Developer timeline (scripts/dev/timeline.py compiles a copy of the spec
+// that defines GEMM_SM90_TIMELINE): thread 0 of each CTA stamps %globaltimer
+// into its row: 0 entry, 1 SM id, then per unit i < 4 the end of its MMAs
+// (2 + 2i) and of its epilogue (3 + 2i); for the last unit, the epilogue's
+// start (10), its first staged piece fenced (EPILOGUE=2) or all pieces
+// (EPILOGUE=3) (11), the stores issued (12); 15 the consumers' exit.
+#if defined(GEMM_SM90_TIMELINE)
+extern "C" {  // unmangled: the probe looks it up by name
+__device__ unsigned long long gemm_sm90_timeline[1024 * 16];
+}
+__device__ __forceinline__ void tl_mark(int slot, unsigned long long v = 0) {
+  if (threadIdx.x == 0) {
+    if (v == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+    gemm_sm90_timeline[blockIdx.x * 16 + slot] = v;
+  }
+}
+__device__ __forceinline__ void tl_start() {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  tl_mark(0);
+  tl_mark(1, 0x100000000ull | sm);
+}
+#else
+__device__ __forceinline__ void tl_mark(int, unsigned long long = 0) {}
+__device__ __forceinline__ void tl_start() {}
+#endif
+
 // Writes this warpgroup's rows of the tile to C (rows from m_wg, columns from
 // n0), predicated on the matrix edges.
 __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], evotune_elem_t* __restrict__ C,
                                            const EvotuneTmap* tm_c, const Sched& s, int m_wg, int n0,
                                            unsigned epi_smem, int wg_tid, unsigned& epi_seq) {
   const int warp = wg_tid >> 5, lane = wg_tid & 31;
-  if (EPILOGUE == 2 && s.N % 8 == 0) {  // tm_c is encoded exactly when N % 8 == 0 (spec.toml)
+  if (EPILOGUE >= 2 && s.N % 8 == 0) {  // tm_c is encoded exactly when N % 8 == 0 (spec.toml)
     using namespace evotune_sm90;
     // Per warp, 16 rows x 64 columns at a time: four stmatrix.x4 (each a
     // 16 x 16 block: column groups j, j+1, rows 0-7 and 8-15) into a staging
-    // tile in the 128-byte swizzle, then one TMA store by lane 0. The two
-    // staging tiles alternate; before refilling one, lane 0 waits until the
-    // store issued from it two tiles ago has read it.
+    // tile in the 128-byte swizzle, then one TMA store by lane 0.
+    // EPILOGUE=2: two staging tiles alternate; before refilling one, lane 0
+    // waits until the store issued from it two tiles ago has read it.
+    // EPILOGUE=3: every piece has its own staging tile; lane 0 waits once,
+    // for the previous tile's stores to have read theirs (long done: a whole
+    // mainloop ran since), and leaves this tile's stores to drain.
     const unsigned buf0 = epi_smem + (threadIdx.x >> 5) * kEpiWarpBytes;
     const int q = lane >> 3;
     const int row = (lane & 7) + 8 * (q & 1);  // the row whose address this lane gives
+    if constexpr (EPILOGUE == 3) {
+      if (lane == 0) bulk_wait<0>();
+      __syncwarp();
+    }
 #pragma unroll
     for (int mi = 0; mi < kMIters; ++mi) {
 #pragma unroll
       for (int c = 0; c < kNBoxes; ++c) {
-        const unsigned buf = buf0 + (epi_seq & 1u) * kEpiTileBytes;
-        ++epi_seq;
-        if (lane == 0) bulk_wait<1>();
-        __syncwarp();
+        const unsigned buf =
+            EPILOGUE == 3 ? buf0 + (mi * kNBoxes + c) * kEpiTileBytes : buf0 + (epi_seq & 1u) * kEpiTileBytes;
+        if constexpr (EPILOGUE == 2) {
+          ++epi_seq;
+          if (lane == 0) bulk_wait<1>();
+          __syncwarp();
+        }
 #pragma unroll
         for (int jj = 0; jj < 8; jj += 2) {
           const int j = c * 8 + jj;
@@ -778,14 +822,32 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
           const int chunk = jj + (q >> 1);
           stmatrix_x4(buf + row * 128 + ((chunk ^ (row & 7)) << 4), r0, r1, r2, r3);
         }
-        fence_proxy_async();  // this lane's writes, visible to the TMA engine
-        __syncwarp();
-        if (lane == 0) {
-          tma_store_2d(tm_c, n0 + c * 64, m_wg + mi * 64 + warp * 16, buf);
-          bulk_commit();
+        if constexpr (EPILOGUE == 2) {
+          fence_proxy_async();  // this lane's writes, visible to the TMA engine
+          __syncwarp();
+          if (mi == 0 && c == 0) tl_mark(11);
+          if (lane == 0) {
+            tma_store_2d(tm_c, n0 + c * 64, m_wg + mi * 64 + warp * 16, buf);
+            bulk_commit();
+          }
         }
       }
     }
+    if constexpr (EPILOGUE == 3) {
+      // One fence and one store group for all of the warp's pieces.
+      fence_proxy_async();
+      __syncwarp();
+      tl_mark(11);
+      if (lane == 0) {
+#pragma unroll
+        for (int mi = 0; mi < kMIters; ++mi)
+#pragma unroll
+          for (int c = 0; c < kNBoxes; ++c)
+            tma_store_2d(tm_c, n0 + c * 64, m_wg + mi * 64 + warp * 16, buf0 + (mi * kNBoxes + c) * kEpiTileBytes);
+        bulk_commit();
+      }
+    }
+    tl_mark(12);
   } else if constexpr (EPILOGUE >= 1) {
     // Per warp: its 16 rows x 64 columns at a time through shared memory
     // (16-byte chunks XOR-swizzled by row, conflict-free both ways), then
@@ -859,6 +921,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
   }
 }
 
+
 __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restrict__ C, const EvotuneTmap* tm_c,
                                          float* __restrict__ workspace,
                                          unsigned* __restrict__ counters, unsigned smem, unsigned full0,
@@ -875,7 +938,10 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
   // state and the wgmma descriptors stay in uniform registers.
   const int count = __shfl_sync(0xffffffffu, s.count, 0);
   for (int i = 0; i < count; ++i) {
-    const int k_tiles = __shfl_sync(0xffffffffu, unit_at(s, i).k_tiles, 0);
+    // Decoded once, before the MMAs: decoding again after them would keep
+    // the tensor cores idle for its shared-memory reads and divisions.
+    const Unit w = unit_at(s, i);
+    const int k_tiles = __shfl_sync(0xffffffffu, w.k_tiles, 0);
     if (kPingPong && (i & 1) != wg) {
       ring.skip(k_tiles);  // the other warpgroup's stages
       continue;
@@ -883,17 +949,16 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
     const int row0_in_tile = kPingPong ? 0 : wg * kWgRows;
     if constexpr (kPingPong) evotune_sm90::named_bar_sync(kBarOrder + wg, 256);
     mainloop(acc, ring, k_tiles, s, smem, full0, empty0, row0_in_tile, wg_tid);
+    if (i < 4) tl_mark(2 + 2 * i);
     if constexpr (kPingPong) {
       // Hand the tensor cores to the other warpgroup if it has a next unit.
       if (i + 1 < s.count) evotune_sm90::named_bar_arrive(kBarOrder + (wg ^ 1), 256);
     }
-    // Decoded again rather than kept live across the MMAs (s is in shared
-    // memory and re-read after them): registers are for the accumulators.
-    const Unit w = unit_at(s, i);
     if (!w.live) continue;  // cluster padding: loads only
     if constexpr (kStreamK) {
       if (w.peers < 0) {
         sk_publish(acc, workspace, counters, s, w.tile);
+        if (i < 4) tl_mark(3 + 2 * i);
         continue;
       }
       if (w.peers > 0) sk_gather(acc, workspace, counters, s, w.tile, w.peers);
@@ -909,11 +974,14 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
         splitk_sum_store(C, workspace, s, m_wg, n0, wg_tid);
       continue;
     }
+    tl_mark(10);
     store_tile(acc, C, tm_c, s, m_wg, n0, epi_smem, wg_tid, epi_seq);
+    if (i < 4) tl_mark(3 + 2 * i);
   }
   // TMA stores still reading staging tiles must finish before the CTA's
   // shared memory goes away.
-  if (EPILOGUE == 2 && (wg_tid & 31) == 0) evotune_sm90::bulk_wait<0, true>();
+  if (EPILOGUE >= 2 && (wg_tid & 31) == 0) evotune_sm90::bulk_wait<0, true>();
+  tl_mark(15);
 }
 
 }  // namespace evotune_gemm_sm90
@@ -942,6 +1010,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   Sched* sched = reinterpret_cast<Sched*>(bar_area + 16 * STAGES + 16);
   const bool tma_a = use_tma_a != 0, tma_b = use_tma_b != 0;
 
+  tl_start();
   if (threadIdx.x == 0) {
     // The spec's smem expression must match this layout: fail loudly, never
     // write past the allocation.

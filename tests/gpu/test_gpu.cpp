@@ -177,7 +177,12 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"EPILOGUE", 2}, {"SCHEDULE", 1}},
                                                 {{"EPILOGUE", 2}, {"PERSISTENT", 2}},
                                                 {{"EPILOGUE", 2}, {"CLUSTER_M", 2}},
-                                                {{"EPILOGUE", 2}, {"SPLIT_K", 2}}}) {
+                                                {{"EPILOGUE", 2}, {"SPLIT_K", 2}},
+                                                {{"EPILOGUE", 3}},
+                                                {{"EPILOGUE", 3}, {"SCHEDULE", 1}},
+                                                {{"EPILOGUE", 3}, {"PERSISTENT", 1}},
+                                                {{"EPILOGUE", 3}, {"PERSISTENT", 2}},
+                                                {{"EPILOGUE", 3}, {"CLUSTER_N", 2}}}) {
         std::string key;
         bool match = true;
         for (const auto& [knob, value] : rare) {
