@@ -56,6 +56,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--replay-warm-cache", opts->replay_warm_cache, "with --replay: charge no compile time");
   cmd->add_option("--retime", opts->retime_rounds, "rounds of interleaved re-timing of the final elites (0: none)")
       ->check(CLI::Range(0, 100));
+  cmd->add_option("--retime-ms", opts->retime_ms,
+                  "re-time each elite under its own sustained load: this many ms of launches (flushes included) "
+                  "before sampling as long again, so it is ranked at the clocks a long run settles to (0: time as "
+                  "the search does)")
+      ->check(CLI::Range(0.0, 60000.0));
   cmd->add_option("--timeout", opts->timeout_floor_s,
                   "minimum seconds a trial may take on the GPU before it is killed");
   cmd->add_option("--abort-factor", opts->abort_factor,

@@ -37,6 +37,10 @@ struct TuneOptions {
   std::string replay_path;         // evaluate from a dataset instead of a GPU
   bool replay_warm_cache = false;  // replay: charge no compile time (a warm compile cache)
   int retime_rounds = 3;           // final interleaved re-timing of the elites (0: none)
+  // Each re-timing evaluation first keeps the GPU under the elite's own load
+  // this long (wall ms), then samples as long again: every elite is timed at
+  // the clocks a sustained run of it settles to (0: the search's timing).
+  double retime_ms = 300;
   double timeout_floor_s = 20;     // a trial's time limit is at least this...
   double timeout_factor = 20;      // ...or this many times the best trial's GPU time
   double abort_factor = 3;         // stop timing once p50 > factor × the best's p50

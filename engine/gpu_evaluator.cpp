@@ -459,9 +459,12 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
   auto t_bench = Clock::now();
   const TimingOptions& to = setup_.timing;
   const bool gpu_busy = last_timed_ && ms_since(*last_timed_) < to.busy_gap_ms;
+  const SustainedTiming& sus = req.sustained;
   const double warmup_ms = gpu_busy ? std::min(to.warmup_busy_ms, to.warmup_ms) : to.warmup_ms;
+  const int max_samples = std::max(to.min_samples, sus.on() && sus.max_samples > 0 ? sus.max_samples : to.max_samples);
+  const double target_ms = sus.on() && sus.target_ms > 0 ? sus.target_ms : to.target_ms;
   std::vector<cuda::Event> starts, stops;
-  for (int i = 0; i < to.max_samples; ++i) {
+  for (int i = 0; i < max_samples; ++i) {
     starts.emplace_back();
     stops.emplace_back();
   }
@@ -480,14 +483,30 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
     float est_ms = 0;
     cudaEventElapsedTime(&est_ms, starts[0].get(), stops[0].get());
     est_ms = std::max(est_ms, 0.001f);
-    int warm = static_cast<int>(std::clamp(warmup_ms / est_ms, 1.0, 2000.0));
-    for (int i = 0; i < warm; ++i)
-      if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
+    unsigned char flush_value = 0;
+    if (sus.on()) {
+      // Sustained: the timed loop itself (flushes included), by wall time.
+      auto t_warm = Clock::now();
+      while (ms_since(t_warm) < sus.warmup_ms) {
+        for (int k = 0; k < 32; ++k) {
+          if (to.flush_l2 && flush_.get()) cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
+          if (!launch_checked())
+            return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
+        }
+        e = cudaStreamSynchronize(s);
+        if (e != cudaSuccess)
+          return fail(TrialStatus::crashed,
+                      problems_[pi].setup.label + ": kernel failed while warming up: " + cuda::error_text(e), true);
+      }
+    } else {
+      int warm = static_cast<int>(std::clamp(warmup_ms / est_ms, 1.0, 2000.0));
+      for (int i = 0; i < warm; ++i)
+        if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
+    }
     int want = static_cast<int>(
-        std::clamp(to.target_ms / est_ms, static_cast<double>(to.min_samples), static_cast<double>(to.max_samples)));
+        std::clamp(target_ms / est_ms, static_cast<double>(to.min_samples), static_cast<double>(max_samples)));
     std::vector<double> samples;
     Measurement& m = reply.per_problem[pi];
-    unsigned char flush_value = 0;
     while (static_cast<int>(samples.size()) < want) {
       int batch = std::min(want - static_cast<int>(samples.size()), std::max(to.min_samples, 1));
       size_t base = samples.size();

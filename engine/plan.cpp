@@ -144,6 +144,15 @@ void from_json(const nlohmann::json& j, TimingOptions& t) {
   t.flush_bytes_factor = j.at("flush_bytes_factor");
 }
 
+void to_json(nlohmann::json& j, const SustainedTiming& t) {
+  j = {{"warmup_ms", t.warmup_ms}, {"target_ms", t.target_ms}, {"max_samples", t.max_samples}};
+}
+void from_json(const nlohmann::json& j, SustainedTiming& t) {
+  t.warmup_ms = j.at("warmup_ms");
+  t.target_ms = j.at("target_ms");
+  t.max_samples = j.at("max_samples");
+}
+
 void to_json(nlohmann::json& j, const EvalReply& r) {
   j = {{"status", to_string(r.status)}, {"error", r.error},       {"per_problem", r.per_problem},
        {"verify_ms", r.verify_ms},      {"bench_ms", r.bench_ms}, {"restart", r.worker_must_restart}};

@@ -103,10 +103,23 @@ struct SetupReply {
   double setup_ms = 0;
 };
 
+// Sustained timing (the tuner's final re-timing): the GPU is kept under this
+// candidate's load, flushes included, for warmup_ms of wall time before
+// sampling, whatever ran before, so that every elite is timed at the clocks
+// its own power draw settles to, as a long benchmark or a product sees them;
+// then it is sampled for target_ms of kernel time (at most max_samples).
+struct SustainedTiming {
+  double warmup_ms = 0;  // 0: the set-up's timing options apply
+  double target_ms = 0;
+  int max_samples = 0;
+  bool on() const { return warmup_ms > 0; }
+};
+
 struct EvalRequest {
   std::vector<std::string> cubins;
   std::vector<LaunchPlan> launches;  // one per problem of the setup, same order
   std::vector<double> abort_us;      // per problem: stop timing once p50 exceeds this (0: never)
+  SustainedTiming sustained;
 };
 
 struct EvalReply {
@@ -135,6 +148,8 @@ void to_json(nlohmann::json& j, const ProblemSetup& p);
 void from_json(const nlohmann::json& j, ProblemSetup& p);
 void to_json(nlohmann::json& j, const TimingOptions& t);
 void from_json(const nlohmann::json& j, TimingOptions& t);
+void to_json(nlohmann::json& j, const SustainedTiming& t);
+void from_json(const nlohmann::json& j, SustainedTiming& t);
 void to_json(nlohmann::json& j, const EvalReply& r);
 void from_json(const nlohmann::json& j, EvalReply& r);
 

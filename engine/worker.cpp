@@ -143,6 +143,7 @@ int worker_main(int in_fd, int out_fd, int device) {
           e.cubins = req.blobs;
           e.launches = req.header.at("launches").get<std::vector<LaunchPlan>>();
           e.abort_us = req.header.at("abort_us").get<std::vector<double>>();
+          if (req.header.contains("sustained")) e.sustained = req.header.at("sustained").get<SustainedTiming>();
           r = session->evaluate(e);
         } catch (const std::exception& ex) {
           r.status = TrialStatus::crashed;

@@ -56,6 +56,7 @@ EvalReply WorkerClient::evaluate(const EvalRequest& req, double timeout_s) {
   start();
   Message msg, rep;
   msg.header = {{"type", "eval"}, {"launches", req.launches}, {"abort_us", req.abort_us}};
+  if (req.sustained.on()) msg.header["sustained"] = req.sustained;
   msg.blobs = req.cubins;
   EvalReply reply;
   ReadStatus rs = child_.request(msg, rep, static_cast<int>(timeout_s * 1000));

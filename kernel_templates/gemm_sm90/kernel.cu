@@ -32,8 +32,14 @@
 //    alternate; EPILOGUE=3: staging for the whole C tile, so the warp never
 //    waits and the stores drain under the next tile's MMAs; the tensor map
 //    clips M/N tails), or read back for 16-byte coalesced stores (EPILOGUE=1,
-//    and 2/3 when N % 8 != 0); or straight from registers with 4-byte
-//    stores (EPILOGUE=0); predicated for M/N tails.
+//    and 2-4 when N % 8 != 0); or straight from registers with 4-byte
+//    stores (EPILOGUE=0); predicated for M/N tails. EPILOGUE=4 stages a
+//    warpgroup's rows as BLOCK_N/64 boxes of 64 columns and hands them to a
+//    storer warp on the producer side (named barriers, one pair per consumer
+//    warpgroup), which issues one TMA store per box and waits for them to be
+//    read; the consumers only stage, fence and go on to the next tile's
+//    MMAs. Where the producer side copies operands itself (K or N % 8 != 0),
+//    a consumer thread issues the boxes instead.
 //  * Scheduling. Work units are (cluster tile, K split); cluster c takes units
 //    c, c+G, c+2G, ... (G = clusters in the grid), so PERSISTENT=1 launches
 //    min(units, SMs) CTAs that loop while the producer runs ahead into the next
@@ -84,14 +90,16 @@
 //   EPILOGUE     0 direct register stores, 1 staged through shared memory,
 //                2 staged with stmatrix and stored by TMA (asynchronous),
 //                3 as 2 with the whole tile staged (the stores overlap the
-//                next tile's MMAs).
+//                next tile's MMAs), 4 as 3 with the stores issued by a storer
+//                warp (the producer warpgroup's second warp, or a second
+//                producer-side warp with PRODUCER=0).
 //   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
 //                dirty lines other kernels left in L2.
 //
 // Launch (spec.toml): 1-D grid of whole clusters, block = 128*CONSUMER_WG +
-// (PRODUCER ? 128 : 32), dynamic shared memory = 1024 (alignment slack) +
+// (PRODUCER ? 128 : EPILOGUE == 4 ? 64 : 32), dynamic shared memory = 1024 (alignment slack) +
 // STAGES * stage bytes + epilogue staging + 256 (barriers).
 
 #include "evotune_ptx.cuh"
@@ -158,7 +166,7 @@ constexpr int kMIters = kWgRows / 64;                          // m64 wgmmas per
 constexpr int kAcc = BLOCK_N / 2;                              // fp32 accumulators per m64 block
 constexpr int kKSteps = BLOCK_K / 16;
 constexpr int kNBoxes = BLOCK_N / 64;  // B boxes of 64 columns
-constexpr int kProducerThreads = PRODUCER ? 128 : 32;
+constexpr int kProducerThreads = PRODUCER ? 128 : (EPILOGUE == 4 ? 64 : 32);  // EPILOGUE=4: + the storer warp
 constexpr int kConsumerThreads = 128 * kCWG;
 constexpr int kThreads = kConsumerThreads + kProducerThreads;
 constexpr int kCS = CLUSTER_M * CLUSTER_N;
@@ -175,8 +183,10 @@ constexpr int kEpiTileBytes = 16 * 64 * 2;  // a 16 x 64 staging tile
 // Per warp: one staging tile (EPILOGUE=1), two that TMA stores drain while
 // the warp fills the other (EPILOGUE=2), or one per 16 x 64 piece of the
 // warp's part of the tile (EPILOGUE=3: its stores drain during the next
-// tile's MMAs).
-constexpr int kEpiWarpTiles = EPILOGUE == 3 ? kMIters * kNBoxes : (EPILOGUE == 2 ? 2 : 1);
+// tile's MMAs). EPILOGUE=4 has the same bytes, laid out per warpgroup as
+// BLOCK_N/64 boxes of kWgRows x 64 (warp w's rows at mi*64 + 16w).
+constexpr int kEpiWarpTiles = EPILOGUE >= 3 ? kMIters * kNBoxes : (EPILOGUE == 2 ? 2 : 1);
+constexpr int kEpiWgBytes = kWgRows * BLOCK_N * 2;  // EPILOGUE=4: one warpgroup's staging
 constexpr int kEpiWarpBytes = kEpiWarpTiles * kEpiTileBytes;
 constexpr int kEpiBytes = EPILOGUE ? (kConsumerThreads / 32) * kEpiWarpBytes : 0;
 constexpr int kBarOffset = STAGES * kStageBytes + kEpiBytes;
@@ -198,6 +208,9 @@ constexpr int kFillUnroll = PRODUCER ? 1 : 2;
 constexpr int kBarConsumers = 1;  // all consumer threads (cooperative split-K)
 constexpr int kBarWg = 2;         // + wg: one warpgroup (ping-pong split-K)
 constexpr int kBarOrder = 4;      // + wg: ping-pong turn of warpgroup wg
+constexpr int kBarEpiFull = 6;    // + wg: EPILOGUE=4, warpgroup wg's boxes staged (consumers arrive, storer syncs)
+constexpr int kBarEpiFree = 8;    // + wg: EPILOGUE=4, the storer has seen them read (storer arrives)
+constexpr int kEpiBarThreads = 128 + 32;  // a consumer warpgroup and the storer warp
 
 static_assert(BLOCK_K == 64 || BLOCK_K == 128, "BLOCK_K is 64 or 128 (128-byte swizzle rows)");
 static_assert(BLOCK_N % 64 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256, "BLOCK_N is 64, 128, 192 or 256");
@@ -212,6 +225,7 @@ static_assert(CLUSTER_M >= 1 && CLUSTER_M <= 2 && CLUSTER_N >= 1 && CLUSTER_N <=
 // early. In a pair each CTA is the other's source, so that cannot happen.
 static_assert(CLUSTER_M * CLUSTER_N <= 2, "clusters of at most 2 CTAs");
 static_assert(!kStreamK || (!kPingPong && kCS == 1 && SPLIT_K == 1), "stream-K: cooperative, no cluster, no split");
+static_assert(EPILOGUE != 4 || SPLIT_K == 1, "the storer warp serves whole tiles (no split-K)");
 static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && (BLOCK_K / CLUSTER_M) % 8 == 0, "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 
@@ -782,9 +796,56 @@ __device__ __forceinline__ void tl_start() {}
 // n0), predicated on the matrix edges.
 __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], evotune_elem_t* __restrict__ C,
                                            const EvotuneTmap* tm_c, const Sched& s, int m_wg, int n0,
-                                           unsigned epi_smem, int wg_tid, unsigned& epi_seq) {
+                                           unsigned epi_smem, int wg_tid, unsigned& epi_seq, int wg, bool storer) {
   const int warp = wg_tid >> 5, lane = wg_tid & 31;
-  if (EPILOGUE >= 2 && s.N % 8 == 0) {  // tm_c is encoded exactly when N % 8 == 0 (spec.toml)
+  if (EPILOGUE == 4 && s.N % 8 == 0) {
+    using namespace evotune_sm90;
+    // This warpgroup's staging: BLOCK_N/64 boxes of kWgRows x 64, warp w's
+    // 16-row pieces at rows mi*64 + 16w (every piece 2048-aligned, so the
+    // 128-byte swizzle is the same as in a 16-row tile).
+    const unsigned wg_buf = epi_smem + wg * kEpiWgBytes;
+    const int q = lane >> 3;
+    const int row = (lane & 7) + 8 * (q & 1);
+    // The staging is free once the previous tile's stores have read it: the
+    // storer says so on kBarEpiFree (long since: a mainloop ran between);
+    // without a storer, thread 0 of the warpgroup waits for its own stores.
+    if (storer) {
+      if (epi_seq > 0) named_bar_sync(kBarEpiFree + wg, kEpiBarThreads);
+    } else {
+      if (wg_tid == 0) bulk_wait<0>();
+      named_bar_sync(kBarWg + wg, 128);
+    }
+    ++epi_seq;
+#pragma unroll
+    for (int mi = 0; mi < kMIters; ++mi)
+#pragma unroll
+      for (int c = 0; c < kNBoxes; ++c) {
+        const unsigned buf = wg_buf + c * (kWgRows * 128) + (mi * 64 + warp * 16) * 128;
+#pragma unroll
+        for (int jj = 0; jj < 8; jj += 2) {
+          const int j = c * 8 + jj;
+          const unsigned r0 = evotune_ptx::pack2(acc[mi][4 * j], acc[mi][4 * j + 1]);
+          const unsigned r1 = evotune_ptx::pack2(acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
+          const unsigned r2 = evotune_ptx::pack2(acc[mi][4 * j + 4], acc[mi][4 * j + 5]);
+          const unsigned r3 = evotune_ptx::pack2(acc[mi][4 * j + 6], acc[mi][4 * j + 7]);
+          const int chunk = jj + (q >> 1);
+          stmatrix_x4(buf + row * 128 + ((chunk ^ (row & 7)) << 4), r0, r1, r2, r3);
+        }
+      }
+    fence_proxy_async();  // each thread's writes, visible to the TMA engine
+    tl_mark(11);
+    if (storer) {
+      named_bar_arrive(kBarEpiFull + wg, kEpiBarThreads);
+    } else {
+      named_bar_sync(kBarWg + wg, 128);
+      if (wg_tid == 0) {
+#pragma unroll
+        for (int c = 0; c < kNBoxes; ++c) tma_store_2d(tm_c, n0 + c * 64, m_wg, wg_buf + c * (kWgRows * 128));
+        bulk_commit();
+      }
+    }
+    tl_mark(12);
+  } else if (EPILOGUE >= 2 && EPILOGUE <= 3 && s.N % 8 == 0) {  // tm_c is encoded exactly when N % 8 == 0 (spec.toml)
     using namespace evotune_sm90;
     // Per warp, 16 rows x 64 columns at a time: four stmatrix.x4 (each a
     // 16 x 16 block: column groups j, j+1, rows 0-7 and 8-15) into a staging
@@ -921,11 +982,48 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
   }
 }
 
+// EPILOGUE=4's storer warp: for each unit whose tile the consumers store, in
+// their order, waits for each storing warpgroup's boxes (kBarEpiFull), issues
+// one TMA store per box, waits until the stores have read the staging and
+// hands it back (kBarEpiFree). Its bulk groups are its own, so nobody else
+// waits on them.
+__device__ __forceinline__ void storer_warp(const Sched& s, const EvotuneTmap* tm_c, unsigned epi_smem) {
+  using namespace evotune_sm90;
+  const int lane = threadIdx.x & 31;
+  if (lane == 0) tma_prefetch_desc(tm_c);
+  const int count = __shfl_sync(0xffffffffu, s.count, 0);
+  for (int i = 0; i < count; ++i) {
+    const Unit w = unit_at(s, i);
+    if (!w.live) continue;                     // cluster padding: nothing stored
+    if (kStreamK && w.peers < 0) continue;     // a partial, published by the consumers
+    const int wg_first = kPingPong ? (i & 1) : 0;
+    const int wg_end = kPingPong ? wg_first + 1 : kCWG;
+    for (int wg = wg_first; wg < wg_end; ++wg) {
+      named_bar_sync(kBarEpiFull + wg, kEpiBarThreads);
+      if (lane == 0) {
+        const int m_wg = w.tile_m * BLOCK_M + (kPingPong ? 0 : wg * kWgRows);
+        const unsigned wg_buf = epi_smem + wg * kEpiWgBytes;
+#pragma unroll
+        for (int c = 0; c < kNBoxes; ++c)
+          tma_store_2d(tm_c, w.tile_n * BLOCK_N + c * 64, m_wg, wg_buf + c * (kWgRows * 128));
+      }
+    }
+    if (lane == 0) {
+      bulk_commit();
+      bulk_wait<0>();  // read: the staging may be refilled
+    }
+    __syncwarp();
+    for (int wg = wg_first; wg < wg_end; ++wg) named_bar_arrive(kBarEpiFree + wg, kEpiBarThreads);
+  }
+  // Nothing to wait for: each unit's stores were read before its hand-back,
+  // and the consumers take the last hand-back before they exit.
+}
 
 __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restrict__ C, const EvotuneTmap* tm_c,
                                          float* __restrict__ workspace,
                                          unsigned* __restrict__ counters, unsigned smem, unsigned full0,
-                                         unsigned empty0, unsigned epi_smem, volatile unsigned* flags, int wg) {
+                                         unsigned empty0, unsigned epi_smem, volatile unsigned* flags, int wg,
+                                         bool storer) {
   const int wg_tid = threadIdx.x & 127;
   float acc[kMIters][kAcc];
   Ring ring;
@@ -975,12 +1073,15 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
       continue;
     }
     tl_mark(10);
-    store_tile(acc, C, tm_c, s, m_wg, n0, epi_smem, wg_tid, epi_seq);
+    store_tile(acc, C, tm_c, s, m_wg, n0, epi_smem, wg_tid, epi_seq, wg, storer);
     if (i < 4) tl_mark(3 + 2 * i);
   }
   // TMA stores still reading staging tiles must finish before the CTA's
   // shared memory goes away.
   if (EPILOGUE >= 2 && (wg_tid & 31) == 0) evotune_sm90::bulk_wait<0, true>();
+  // EPILOGUE=4: the storer's last hand-back, i.e. its last stores have read
+  // this warpgroup's staging.
+  if (EPILOGUE == 4 && storer && epi_seq > 0) evotune_sm90::named_bar_sync(kBarEpiFree + wg, kEpiBarThreads);
   tl_mark(15);
 }
 
@@ -1009,6 +1110,9 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   // pinning ~16 registers across the MMAs.
   Sched* sched = reinterpret_cast<Sched*>(bar_area + 16 * STAGES + 16);
   const bool tma_a = use_tma_a != 0, tma_b = use_tma_b != 0;
+  // EPILOGUE=4 with both operands by TMA (then the producer side's second
+  // warp is idle; tm_c exists as N % 8 == 0): that warp issues the stores.
+  const bool storer = EPILOGUE == 4 && tma_a && tma_b;
 
   tl_start();
   if (threadIdx.x == 0) {
@@ -1040,14 +1144,18 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x >> 7, 0);
   if (wg == kCWG) {
     if constexpr (PRODUCER == 1) setmaxnreg_dec<kRegProducer>();
-    producer(s, &tm_a, &tm_b, A, B, M, N, K, smem, use_tma_a != 0, use_tma_b != 0, (int)threadIdx.x - kConsumerThreads);
+    const int ptid = (int)threadIdx.x - kConsumerThreads;
+    if (storer && ptid >= 32 && ptid < 64)
+      storer_warp(s, &tm_c, epi_smem);
+    else
+      producer(s, &tm_a, &tm_b, A, B, M, N, K, smem, tma_a, tma_b, ptid);
     if constexpr (kCS > 1) {
       __syncwarp();
       cluster_sync();  // no CTA exits while a peer may still arrive on its barriers
     }
   } else {
     if constexpr (PRODUCER == 1) setmaxnreg_inc<kRegConsumer>();
-    consumer(s, C, &tm_c, workspace, counters, smem, full0, empty0, epi_smem, flags, wg);
+    consumer(s, C, &tm_c, workspace, counters, smem, full0, empty0, epi_smem, flags, wg, storer);
     if constexpr (kCS > 1) {
       __syncwarp();
       cluster_sync();
