@@ -61,10 +61,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "before sampling as long again, so it is ranked at the clocks a long run settles to (0: time as "
                   "the search does)")
       ->check(CLI::Range(0.0, 60000.0));
-  cmd->add_option("--preheat-ms", opts->preheat_ms,
-                  "keep each GPU under the first timed candidate's load this long before its samples, so that "
-                  "the search does not time its first trials at a cool GPU's boost clocks (0: no pre-heat)")
-      ->check(CLI::Range(0.0, 60000.0));
   cmd->add_option("--timeout", opts->timeout_floor_s,
                   "minimum seconds a trial may take on the GPU before it is killed");
   cmd->add_option("--abort-factor", opts->abort_factor,

@@ -109,7 +109,6 @@ struct Entry {
   std::future<EvalReply> gpu;
   std::future<void> gpu_task;  // the thread running the evaluation
   int worker = -1;
-  bool preheat = false;  // its evaluation warms the GPU up first (the worker's first timing)
   Clock::time_point gpu_start;
   std::optional<Trial> trial;       // finished
   const Trial* recorded = nullptr;  // replay: the dataset's trial for this config
@@ -493,7 +492,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
                            {"abort_factor", o.abort_factor},
                            {"retime_rounds", o.retime_rounds},
                            {"retime_ms", o.retime_ms},
-                           {"preheat_ms", o.preheat_ms},
                            {"check_shapes", static_cast<int>(all_problems.size() - problems.size())},
                            {"compile_threads", threads},
                            {"gpus", static_cast<int>(std::max<size_t>(gpus.size(), 1))}};
@@ -642,10 +640,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   };
 
   std::vector<bool> worker_busy;  // one per GPU worker (or replay's virtual GPU); sized once they exist
-  // Whether a GPU has been brought to its sustained clocks: until then the
-  // first trials would be timed at the boost clocks of a cool GPU and look
-  // faster than any later one (seen: 7% on a power-bound GEMM).
-  std::vector<bool> worker_heated;
   auto dispatch = [&](Entry& e, int w) {
     spdlog::debug("GPU {}: evaluating {}", w, e.config.canonical());
     e.worker = w;
@@ -664,15 +658,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       return;
     }
     WorkerClient* client = workers[static_cast<size_t>(w)].get();
-    EvalRequest req = make_request(e);
-    double limit = time_limit();
-    e.preheat = o.preheat_ms > 0 && !worker_heated[static_cast<size_t>(w)];
-    if (e.preheat) {
-      req.sustained.warmup_ms = o.preheat_ms;
-      limit += 1.5e-3 * o.preheat_ms * static_cast<double>(problems.size());
-      worker_heated[static_cast<size_t>(w)] = true;
-    }
-    e.gpu_task = std::async(std::launch::async, [client, done, &wake, req = std::move(req), limit] {
+    e.gpu_task = std::async(std::launch::async, [client, done, &wake, req = make_request(e), limit = time_limit()] {
       try {
         done->set_value(client->evaluate(req, limit));
       } catch (...) {
@@ -686,8 +672,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     double elapsed = seconds_since(e.gpu_start);
     spdlog::debug("GPU {}: {} after {:.2f} s", e.worker, to_string(rep.status), elapsed);
     worker_busy[static_cast<size_t>(e.worker)] = false;
-    // A pre-heat that failed before timing warmed nothing: the next one does.
-    if (e.preheat && rep.status != TrialStatus::ok) worker_heated[static_cast<size_t>(e.worker)] = false;
     if (e.recorded) {  // replay: the simulated clock accounts for the GPU
       Trial t = *e.recorded;
       t.id = 0;
@@ -852,7 +836,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   try {
     start_workers();
     worker_busy.assign(replay ? std::max<size_t>(o.gpus.size(), 1) : workers.size(), false);
-    worker_heated.assign(worker_busy.size(), false);
   } catch (...) {
     // The problems could not be prepared on the GPU: nothing was measured.
     stop.store(true);

@@ -41,9 +41,6 @@ struct TuneOptions {
   // this long (wall ms), then samples as long again: every elite is timed at
   // the clocks a sustained run of it settles to (0: the search's timing).
   double retime_ms = 300;
-  // The first trial timed on each GPU first keeps it under load this long
-  // (wall ms), so that the search's trials are timed at comparable clocks.
-  double preheat_ms = 2000;
   double timeout_floor_s = 20;     // a trial's time limit is at least this...
   double timeout_factor = 20;      // ...or this many times the best trial's GPU time
   double abort_factor = 3;         // stop timing once p50 > factor × the best's p50

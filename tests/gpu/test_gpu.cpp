@@ -36,7 +36,6 @@ TuneOptions options(const TempDir& t, const std::string& kernel, std::vector<std
   o.timing.warmup_ms = 5;
   o.timing.target_ms = 10;
   o.retime_ms = 20;  // the sustained re-timing path, kept short
-  o.preheat_ms = 20;
   return o;
 }
 
