@@ -65,10 +65,14 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "minimum seconds a trial may take on the GPU before it is killed");
   cmd->add_option("--abort-factor", opts->abort_factor,
                   "stop timing a candidate whose p50 exceeds this many times the best's (0: never)");
+  cmd->add_option("--sustain-ms", opts->timing.sustain_ms,
+                  "warm-up per problem: this many ms of the timed loop itself (flushes included), so that each "
+                  "candidate is timed at the clocks its sustained load settles to (0: the count-based --warmup-ms)")
+      ->check(CLI::Range(0.0, 60000.0));
   cmd->add_option("--warmup-ms", opts->timing.warmup_ms,
-                  "warm-up time per problem before sampling, when the GPU has been idle");
+                  "with --sustain-ms 0: warm-up launches per problem, by time, when the GPU has been idle");
   cmd->add_option("--busy-warmup-ms", opts->timing.warmup_busy_ms,
-                  "warm-up time per problem while the GPU is kept busy (the previous evaluation ended <200 ms ago)");
+                  "with --sustain-ms 0: warm-up while the GPU is kept busy (the previous evaluation ended <200 ms ago)");
   cmd->add_option("--samples", opts->timing.max_samples, "most timed launches per problem")
       ->check(CLI::Range(3, 100000));
   cmd->add_flag("--no-flush", *no_flush, "do not flush L2 before each timed launch (hot-cache timing)");

@@ -484,10 +484,11 @@ EvalReply GpuSession::evaluate(const EvalRequest& req) {
     cudaEventElapsedTime(&est_ms, starts[0].get(), stops[0].get());
     est_ms = std::max(est_ms, 0.001f);
     unsigned char flush_value = 0;
-    if (sus.on()) {
+    const double sustain_ms = sus.on() ? sus.warmup_ms : to.sustain_ms;
+    if (sustain_ms > 0) {
       // Sustained: the timed loop itself (flushes included), by wall time.
       auto t_warm = Clock::now();
-      while (ms_since(t_warm) < sus.warmup_ms) {
+      while (ms_since(t_warm) < sustain_ms) {
         for (int k = 0; k < 32; ++k) {
           if (to.flush_l2 && flush_.get()) cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
           if (!launch_checked())

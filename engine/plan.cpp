@@ -128,12 +128,13 @@ void from_json(const nlohmann::json& j, ProblemSetup& p) {
 }
 
 void to_json(nlohmann::json& j, const TimingOptions& t) {
-  j = {{"warmup_ms", t.warmup_ms},     {"warmup_busy_ms", t.warmup_busy_ms},
+  j = {{"sustain_ms", t.sustain_ms},   {"warmup_ms", t.warmup_ms},     {"warmup_busy_ms", t.warmup_busy_ms},
        {"busy_gap_ms", t.busy_gap_ms}, {"min_samples", t.min_samples},
        {"max_samples", t.max_samples}, {"target_ms", t.target_ms},
        {"flush_l2", t.flush_l2},       {"flush_bytes_factor", t.flush_bytes_factor}};
 }
 void from_json(const nlohmann::json& j, TimingOptions& t) {
+  t.sustain_ms = j.value("sustain_ms", 0.0);  // absent in runs recorded before it existed
   t.warmup_ms = j.at("warmup_ms");
   t.warmup_busy_ms = j.at("warmup_busy_ms");
   t.busy_gap_ms = j.at("busy_gap_ms");

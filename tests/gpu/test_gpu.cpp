@@ -34,6 +34,7 @@ TuneOptions options(const TempDir& t, const std::string& kernel, std::vector<std
   o.quiet = true;
   o.timing.max_samples = 30;
   o.timing.warmup_ms = 5;
+  o.timing.sustain_ms = 5;
   o.timing.target_ms = 10;
   o.retime_ms = 20;  // the sustained re-timing path, kept short
   return o;
