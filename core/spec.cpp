@@ -661,8 +661,25 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       s.lets[std::string(name.str())] = r.expr_of(v, "[lets]." + std::string(name.str()));
   }
   if (const toml::table* sp = r.table(root, "space", false, "top level")) {
-    r.only_keys(*sp, "[space]", {"constraints"});
+    r.only_keys(*sp, "[space]", {"constraints", "starts"});
     s.constraints = r.exprs(*sp, "constraints", "[space]");
+    for (const std::string& start : r.strings(*sp, "starts", "[space]")) {
+      const std::string where = "[space] starts \"" + start + "\"";
+      Config c;
+      try {
+        c = Config::parse(start);
+      } catch (const std::exception& e) {
+        r.fail(where, e.what());
+      }
+      for (const auto& [name, value] : c.values) {
+        const ParamSpec* ps = s.find_param(name);
+        if (!ps) r.fail(where, "no parameter " + name);
+        if (std::find(ps->values.begin(), ps->values.end(), value) == ps->values.end())
+          r.fail(where, name + "=" + std::to_string(value) + " is not one of the parameter's values");
+      }
+      for (const auto& ps : s.params) c.values.emplace(ps.name, ps.default_value);
+      s.starts.push_back(std::move(c));
+    }
   }
 
   const toml::table& l = *r.table(root, "launch", true, "top level");

@@ -133,6 +133,10 @@ struct KernelSpec {
   std::vector<ParamSpec> params;
   std::map<std::string, Expr> lets;
   std::vector<Expr> constraints;
+  // [space] starts: configs the evo search tries right after the default
+  // (the template author's known-good points; each a full config, left-out
+  // parameters at their defaults). Those invalid for a run are skipped.
+  std::vector<Config> starts;
   LaunchSpec launch;
   std::vector<ArgSpec> args;
   ReferenceSpec reference;

@@ -132,6 +132,16 @@ class StrategyBase : public Strategy {
     return draw_unseen(kMaxFailedDraws);
   }
 
+  // The spec's start configs in order, each valid and unseen one once.
+  std::optional<Config> next_start() {
+    const std::vector<Config>& starts = space_.spec().starts;
+    while (next_start_ < starts.size()) {
+      const Config& c = starts[next_start_++];
+      if (!seen(c) && space_.valid(c)) return c;
+    }
+    return std::nullopt;
+  }
+
   std::optional<Config> draw_unseen(int draws) {
     for (int i = 0; i < draws; ++i) {
       Config c = space_.random_config(rng_);
@@ -155,6 +165,7 @@ class StrategyBase : public Strategy {
 
  private:
   bool default_tried_ = false;
+  size_t next_start_ = 0;  // spec starts proposed or skipped so far (evo)
   std::optional<UnseenPool> unseen_pool_;
 };
 
@@ -224,6 +235,7 @@ class EvoStrategy : public StrategyBase {
 
   std::optional<Config> propose() override {
     if (auto d = default_once()) return propose_config(*d);
+    if (auto st = next_start()) return propose_config(*st);
     const auto& ok = population_.ok_trials();
     // Marked configs count too, so a resumed run goes straight to breeding.
     bool warming_up = seen_.size() < static_cast<size_t>(std::max(opts_.initial_random, 0)) || ok.size() < 2;

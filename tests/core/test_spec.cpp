@@ -195,6 +195,19 @@ TEST_CASE("malformed specs are rejected with the place of the error", "[spec]") 
   rejects(replace(kSpec, "args = [\"X\", \"Y\", \"M\"]", "args = [\"X\", \"Z\"]"), "'Z'");
   rejects(replace(kSpec, "smem = \"smem_bytes\"", "smem = \"smem_bytes +\""), "smem");
   rejects(replace(kSpec, "check_shapes = [\"M=33,N=17\"]", "check_shapes = [\"Q=3\"]"), "check_shapes");
+  const std::string space = "constraints = [\"threads <= TILE * 4\", \"TILE <= N\"]";
+  rejects(replace(kSpec, space, space + "\nstarts = [\"TILES=64\"]"), "no parameter TILES");
+  rejects(replace(kSpec, space, space + "\nstarts = [\"TILE=48\"]"), "TILE=48 is not one of");
+  rejects(replace(kSpec, space, space + "\nstarts = [\"TILE\"]"), "starts");
+}
+
+TEST_CASE("start configs parse with the defaults filled in", "[spec]") {
+  const std::string space = "constraints = [\"threads <= TILE * 4\", \"TILE <= N\"]";
+  KernelSpec s = parse(replace(kSpec, space, space + "\nstarts = [\"TILE=64\", \"WARPS=4,TILE=16\"]"));
+  REQUIRE(s.starts.size() == 2);
+  CHECK(s.starts[0].canonical() == "TILE=64,WARPS=1");
+  CHECK(s.starts[1].canonical() == "TILE=16,WARPS=4");
+  CHECK(parse(kSpec).starts.empty());
 }
 
 TEST_CASE("lets that refer to themselves are an error, not a hang", "[spec]") {

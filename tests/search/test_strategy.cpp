@@ -297,6 +297,35 @@ TEST_CASE("every strategy proposes the default config first", "[search]") {
   }
 }
 
+TEST_CASE("evo tries the spec's valid start configs right after the default; the baselines ignore them", "[search]") {
+  // BLOCK=128 breaks "BLOCK <= N" on N=64; WARPS=8 needs BLOCK >= 128.
+  const std::string starts = "\nstarts = [\"BLOCK=32,STAGES=4\", \"BLOCK=128\", \"BLOCK=16,WARPS=1\"]\n";
+  KernelSpec spec = spec_from(spec_text(R"(["N"])", kSmallSpace + starts));
+  SearchSpace space(spec, {spec.parse_problem("N=64", Dtype::fp16)}, DeviceTraits{});
+  REQUIRE(spec.starts.size() == 3);
+  REQUIRE_FALSE(space.valid(spec.starts[1]));
+  for (uint64_t seed : {1, 2}) {
+    StrategyOptions opts;
+    opts.seed = seed;
+    auto evo = make_strategy("evo", space, opts);
+    CHECK(evo->propose() == space.default_config());
+    CHECK(evo->propose() == spec.starts[0]);
+    CHECK(evo->propose() == spec.starts[2]);  // the invalid one skipped
+    // A start already seen (a --config, or a resumed run) is not proposed again.
+    auto marked = make_strategy("evo", space, opts);
+    marked->mark_seen(spec.starts[0]);
+    CHECK(marked->propose() == space.default_config());
+    CHECK(marked->propose() == spec.starts[2]);
+    for (const std::string name : {"random", "exhaustive"}) {
+      auto baseline = make_strategy(name, space, opts);
+      baseline->propose();  // the default
+      std::optional<Config> second = baseline->propose(), third = baseline->propose();
+      REQUIRE((second && third));
+      CHECK_FALSE((*second == spec.starts[0] && *third == spec.starts[2]));
+    }
+  }
+}
+
 TEST_CASE("strategies are deterministic for a seed and observations", "[search]") {
   KernelSpec spec = spec_from(spec_text(R"(["M"])", kGemmSpace));
   SearchSpace space(spec, {spec.parse_problem("M=4096", Dtype::fp16)}, DeviceTraits{});
