@@ -792,6 +792,25 @@ __device__ __forceinline__ void tl_mark(int, unsigned long long = 0) {}
 __device__ __forceinline__ void tl_start() {}
 #endif
 
+// One warp's 16 x 64 piece of C (columns 64c.. of its m64 block's
+// accumulators `a`) into the staging tile at `buf` (16 rows of 128 bytes,
+// 1024-aligned, 128-byte swizzle): four stmatrix.x4, each a 16 x 16 block
+// (column groups j, j+1; rows 0-7 and 8-15).
+__device__ __forceinline__ void stage_piece(const float (&a)[kAcc], int c, unsigned buf, int lane) {
+  const int q = lane >> 3;
+  const int row = (lane & 7) + 8 * (q & 1);  // the row whose address this lane gives
+#pragma unroll
+  for (int jj = 0; jj < 8; jj += 2) {
+    const int j = c * 8 + jj;
+    const unsigned r0 = evotune_ptx::pack2(a[4 * j], a[4 * j + 1]);
+    const unsigned r1 = evotune_ptx::pack2(a[4 * j + 2], a[4 * j + 3]);
+    const unsigned r2 = evotune_ptx::pack2(a[4 * j + 4], a[4 * j + 5]);
+    const unsigned r3 = evotune_ptx::pack2(a[4 * j + 6], a[4 * j + 7]);
+    const int chunk = jj + (q >> 1);
+    evotune_sm90::stmatrix_x4(buf + row * 128 + ((chunk ^ (row & 7)) << 4), r0, r1, r2, r3);
+  }
+}
+
 // Writes this warpgroup's rows of the tile to C (rows from m_wg, columns from
 // n0), predicated on the matrix edges.
 __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], evotune_elem_t* __restrict__ C,
@@ -804,8 +823,6 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
     // 16-row pieces at rows mi*64 + 16w (every piece 2048-aligned, so the
     // 128-byte swizzle is the same as in a 16-row tile).
     const unsigned wg_buf = epi_smem + wg * kEpiWgBytes;
-    const int q = lane >> 3;
-    const int row = (lane & 7) + 8 * (q & 1);
     // The staging is free once the previous tile's stores have read it: the
     // storer says so on kBarEpiFree (long since: a mainloop ran between);
     // without a storer, thread 0 of the warpgroup waits for its own stores.
@@ -820,17 +837,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
     for (int mi = 0; mi < kMIters; ++mi)
 #pragma unroll
       for (int c = 0; c < kNBoxes; ++c) {
-        const unsigned buf = wg_buf + c * (kWgRows * 128) + (mi * 64 + warp * 16) * 128;
-#pragma unroll
-        for (int jj = 0; jj < 8; jj += 2) {
-          const int j = c * 8 + jj;
-          const unsigned r0 = evotune_ptx::pack2(acc[mi][4 * j], acc[mi][4 * j + 1]);
-          const unsigned r1 = evotune_ptx::pack2(acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
-          const unsigned r2 = evotune_ptx::pack2(acc[mi][4 * j + 4], acc[mi][4 * j + 5]);
-          const unsigned r3 = evotune_ptx::pack2(acc[mi][4 * j + 6], acc[mi][4 * j + 7]);
-          const int chunk = jj + (q >> 1);
-          stmatrix_x4(buf + row * 128 + ((chunk ^ (row & 7)) << 4), r0, r1, r2, r3);
-        }
+        stage_piece(acc[mi], c, wg_buf + c * (kWgRows * 128) + (mi * 64 + warp * 16) * 128, lane);
       }
     fence_proxy_async();  // each thread's writes, visible to the TMA engine
     tl_mark(11);
@@ -856,8 +863,6 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
     // for the previous tile's stores to have read theirs (long done: a whole
     // mainloop ran since), and leaves this tile's stores to drain.
     const unsigned buf0 = epi_smem + (threadIdx.x >> 5) * kEpiWarpBytes;
-    const int q = lane >> 3;
-    const int row = (lane & 7) + 8 * (q & 1);  // the row whose address this lane gives
     if constexpr (EPILOGUE == 3) {
       if (lane == 0) bulk_wait<0>();
       __syncwarp();
@@ -873,16 +878,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
           if (lane == 0) bulk_wait<1>();
           __syncwarp();
         }
-#pragma unroll
-        for (int jj = 0; jj < 8; jj += 2) {
-          const int j = c * 8 + jj;
-          const unsigned r0 = evotune_ptx::pack2(acc[mi][4 * j], acc[mi][4 * j + 1]);
-          const unsigned r1 = evotune_ptx::pack2(acc[mi][4 * j + 2], acc[mi][4 * j + 3]);
-          const unsigned r2 = evotune_ptx::pack2(acc[mi][4 * j + 4], acc[mi][4 * j + 5]);
-          const unsigned r3 = evotune_ptx::pack2(acc[mi][4 * j + 6], acc[mi][4 * j + 7]);
-          const int chunk = jj + (q >> 1);
-          stmatrix_x4(buf + row * 128 + ((chunk ^ (row & 7)) << 4), r0, r1, r2, r3);
-        }
+        stage_piece(acc[mi], c, buf, lane);
         if constexpr (EPILOGUE == 2) {
           fence_proxy_async();  // this lane's writes, visible to the TMA engine
           __syncwarp();
