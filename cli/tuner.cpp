@@ -916,7 +916,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
           EvalRequest req = make_request(staged[i]);
           std::fill(req.abort_us.begin(), req.abort_us.end(), 0.0);
           if (o.retime_ms > 0)
-            req.sustained = {o.retime_ms, o.retime_ms, std::max(o.timing.max_samples, 20000)};
+            req.sustained = {o.retime_ms, o.retime_ms, std::max(o.timing.max_samples, 2000)};
           auto t0 = Clock::now();
           const double sustained_s = 3e-3 * o.retime_ms * static_cast<double>(problems.size());
           EvalReply rep = workers.front()->evaluate(req, time_limit() + sustained_s);

@@ -38,9 +38,10 @@ struct TuneOptions {
   bool replay_warm_cache = false;  // replay: charge no compile time (a warm compile cache)
   int retime_rounds = 3;           // final interleaved re-timing of the elites (0: none)
   // Each re-timing evaluation first keeps the GPU under the elite's own load
-  // this long (wall ms), then samples as long again: every elite is timed at
-  // the clocks a sustained run of it settles to (0: the search's timing).
-  double retime_ms = 300;
+  // this long (wall ms; on an H200 clocks settle within ~150 ms), then
+  // samples for as long again (at most 2000 launches): every elite is timed
+  // at the clocks a sustained run of it settles to (0: the search's timing).
+  double retime_ms = 200;
   double timeout_floor_s = 20;     // a trial's time limit is at least this...
   double timeout_factor = 20;      // ...or this many times the best trial's GPU time
   double abort_factor = 3;         // stop timing once p50 > factor × the best's p50
