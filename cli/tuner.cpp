@@ -10,6 +10,7 @@
 #include <deque>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -929,6 +930,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
             samples.push_back({round, el[i].id, static_cast<int>(p), rep.per_problem[p].p50_us});
           }
         }
+        if (!o.quiet) out << strfmt("  round %d/%d done\n", round, o.retime_rounds) << std::flush;
       }
       std::vector<std::pair<int64_t, double>> finals;
       for (const Trial& e : el) {
@@ -944,10 +946,13 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
         }
         finals.emplace_back(e.id, geomean(med));
       }
+      // An elite that failed every re-timing keeps its search-time result;
+      // after a sustained re-timing that result (boost clocks) is not
+      // comparable, so it ranks after every re-timed one.
       auto final_of = [&](const Trial& t) {
         for (const auto& [id, us] : finals)
           if (id == t.id) return us;
-        return t.fitness;
+        return o.retime_ms > 0 ? std::numeric_limits<double>::infinity() : t.fitness;
       };
       std::stable_sort(el.begin(), el.end(), [&](const Trial& a, const Trial& b) { return final_of(a) < final_of(b); });
       std::vector<int64_t> order;
