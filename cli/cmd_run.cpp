@@ -58,7 +58,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(0, 100));
   cmd->add_option("--retime-ms", opts->retime_ms,
                   "re-time each elite under its own sustained load: this many ms of launches (flushes included) "
-                  "before sampling as long again, so it is ranked at the clocks a long run settles to (0: time as "
+                  "before sampling as long again, so it is ranked at the clocks a long run settles to (default 200; 0: time as "
                   "the search does)")
       ->check(CLI::Range(0.0, 60000.0));
   cmd->add_option("--timeout", opts->timeout_floor_s,
