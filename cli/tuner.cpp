@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -412,6 +413,20 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   }
   int spent = static_cast<int>(
       std::count_if(previous.begin(), previous.end(), [](const Trial& t) { return t.status != TrialStatus::invalid; }));
+  // A config is evaluated (and stored) once per run: a --config given twice,
+  // or one a resumed run already has, is not evaluated again.
+  {
+    std::set<std::string> have;
+    for (const Trial& t : previous) have.insert(t.config.canonical());
+    std::vector<Config> once;
+    for (Config& c : seeds) {
+      if (have.insert(c.canonical()).second)
+        once.push_back(std::move(c));
+      else
+        spdlog::warn("--config {}: already in this run, evaluated once", c.canonical());
+    }
+    seeds = std::move(once);
+  }
 
   // ---- compilers, references, GPU workers
   Wakeup wake;  // before the pool: its tasks signal it until the pool is joined

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "engine/device_info.hpp"
@@ -164,6 +165,34 @@ TEST_CASE("without a GPU, run says so and writes nothing", "[cli]") {
   CHECK(r.out.find("no CUDA device") != std::string::npos);
   CHECK(r.out.find("--compile-only") != std::string::npos);  // tells what does work
   CHECK_FALSE(fs::exists(t.db()));
+}
+
+TEST_CASE("a --config given twice, or already in a resumed run, is evaluated once", "[cli]") {
+  TempDir t;
+  std::string db = " --db " + t.db();
+  std::string env = "EVOTUNE_CACHE_DIR=" + (t.path / "cache").string();
+  auto distinct_trials = [&] {
+    Result trials = run_cli("trials 1 --json" + db);
+    REQUIRE(trials.code == 0);
+    auto tj = nlohmann::json::parse(trials.out);
+    std::set<std::string> configs;
+    for (const auto& x : tj) configs.insert(x.at("config").dump());
+    CHECK(configs.size() == tj.size());
+    return tj.size();
+  };
+  // BLOCK_M=64 and BLOCK_M=64,STAGES=3 are one config (STAGES defaults to 3).
+  Result r = run_cli("run --kernel gemm --shape 1000,777,520 --dtype bf16 --compile-only --arch sm_90a --budget 3"
+                     " --config BLOCK_M=64 --config BLOCK_M=64,STAGES=3 --config STAGES=2" + db, env);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("already in this run") != std::string::npos);
+  CHECK(distinct_trials() == 3);
+  // Resumed with a --config the run already has and a new one.
+  Result more = run_cli("run --resume 1 --arch sm_90a --budget 5 --config STAGES=2 --config STAGES=4" + db, env);
+  INFO(more.out);
+  REQUIRE(more.code == 0);
+  CHECK(more.out.find("already in this run") != std::string::npos);
+  CHECK(distinct_trials() == 5);
 }
 
 TEST_CASE("compile-only runs work without a GPU and are queryable", "[cli]") {
