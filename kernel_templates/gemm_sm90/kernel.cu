@@ -39,7 +39,12 @@
 //    warpgroup), which issues one TMA store per box and waits for them to be
 //    read; the consumers only stage, fence and go on to the next tile's
 //    MMAs. Where the producer side copies operands itself (K or N % 8 != 0),
-//    a consumer thread issues the boxes instead.
+//    a consumer thread issues the boxes instead. EPILOGUE=5 is 4 with one
+//    warpgroup's staging that the two cooperative warpgroups take in turn
+//    (warpgroup 1 stages once the storer has seen warpgroup 0's boxes read,
+//    while warpgroup 0 already runs the next tile's MMAs): half the shared
+//    memory, so a 128x256 tile keeps 4 stages; without a storer it stores
+//    as EPILOGUE=1.
 //  * Scheduling. Work units are (cluster tile, K split); cluster c takes units
 //    c, c+G, c+2G, ... (G = clusters in the grid), so PERSISTENT=1 launches
 //    min(units, SMs) CTAs that loop while the producer runs ahead into the next
@@ -92,14 +97,15 @@
 //                3 as 2 with the whole tile staged (the stores overlap the
 //                next tile's MMAs), 4 as 3 with the stores issued by a storer
 //                warp (the producer warpgroup's second warp, or a second
-//                producer-side warp with PRODUCER=0).
+//                producer-side warp with PRODUCER=0), 5 as 4 with one
+//                warpgroup's staging shared by the two in turn.
 //   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
 //                dirty lines other kernels left in L2.
 //
 // Launch (spec.toml): 1-D grid of whole clusters, block = 128*CONSUMER_WG +
-// (PRODUCER ? 128 : EPILOGUE == 4 ? 64 : 32), dynamic shared memory = 1024 (alignment slack) +
+// (PRODUCER ? 128 : EPILOGUE >= 4 ? 64 : 32), dynamic shared memory = 1024 (alignment slack) +
 // STAGES * stage bytes + epilogue staging + 256 (barriers).
 
 #include "evotune_ptx.cuh"
@@ -166,7 +172,9 @@ constexpr int kMIters = kWgRows / 64;                          // m64 wgmmas per
 constexpr int kAcc = BLOCK_N / 2;                              // fp32 accumulators per m64 block
 constexpr int kKSteps = BLOCK_K / 16;
 constexpr int kNBoxes = BLOCK_N / 64;  // B boxes of 64 columns
-constexpr int kProducerThreads = PRODUCER ? 128 : (EPILOGUE == 4 ? 64 : 32);  // EPILOGUE=4: + the storer warp
+constexpr bool kStorer = EPILOGUE >= 4;  // a storer warp issues the TMA stores (when A and B come by TMA)
+constexpr bool kSharedStaging = EPILOGUE == 5;  // one warpgroup's staging, the warpgroups in turn
+constexpr int kProducerThreads = PRODUCER ? 128 : (kStorer ? 64 : 32);  // EPILOGUE=4/5: + the storer warp
 constexpr int kConsumerThreads = 128 * kCWG;
 constexpr int kThreads = kConsumerThreads + kProducerThreads;
 constexpr int kCS = CLUSTER_M * CLUSTER_N;
@@ -185,10 +193,12 @@ constexpr int kEpiTileBytes = 16 * 64 * 2;  // a 16 x 64 staging tile
 // warp's part of the tile (EPILOGUE=3: its stores drain during the next
 // tile's MMAs). EPILOGUE=4 has the same bytes, laid out per warpgroup as
 // BLOCK_N/64 boxes of kWgRows x 64 (warp w's rows at mi*64 + 16w).
-constexpr int kEpiWarpTiles = EPILOGUE >= 3 ? kMIters * kNBoxes : (EPILOGUE == 2 ? 2 : 1);
-constexpr int kEpiWgBytes = kWgRows * BLOCK_N * 2;  // EPILOGUE=4: one warpgroup's staging
+// EPILOGUE=5 has one warpgroup's boxes (its EPILOGUE=1 fallback, a tile per
+// warp, fits in them).
+constexpr int kEpiWarpTiles = kSharedStaging ? 1 : (EPILOGUE >= 3 ? kMIters * kNBoxes : (EPILOGUE == 2 ? 2 : 1));
+constexpr int kEpiWgBytes = kWgRows * BLOCK_N * 2;  // EPILOGUE=4/5: one warpgroup's staging
 constexpr int kEpiWarpBytes = kEpiWarpTiles * kEpiTileBytes;
-constexpr int kEpiBytes = EPILOGUE ? (kConsumerThreads / 32) * kEpiWarpBytes : 0;
+constexpr int kEpiBytes = kSharedStaging ? kEpiWgBytes : (EPILOGUE ? (kConsumerThreads / 32) * kEpiWarpBytes : 0);
 constexpr int kBarOffset = STAGES * kStageBytes + kEpiBytes;
 constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // + barriers, flags, schedule
 
@@ -208,8 +218,8 @@ constexpr int kFillUnroll = PRODUCER ? 1 : 2;
 constexpr int kBarConsumers = 1;  // all consumer threads (cooperative split-K)
 constexpr int kBarWg = 2;         // + wg: one warpgroup (ping-pong split-K)
 constexpr int kBarOrder = 4;      // + wg: ping-pong turn of warpgroup wg
-constexpr int kBarEpiFull = 6;    // + wg: EPILOGUE=4, warpgroup wg's boxes staged (consumers arrive, storer syncs)
-constexpr int kBarEpiFree = 8;    // + wg: EPILOGUE=4, the storer has seen them read (storer arrives)
+constexpr int kBarEpiFull = 6;    // + wg: EPILOGUE=4/5, warpgroup wg's boxes staged (consumers arrive, storer syncs)
+constexpr int kBarEpiFree = 8;    // + wg: EPILOGUE=4/5, the staging is free for wg (storer arrives)
 constexpr int kEpiBarThreads = 128 + 32;  // a consumer warpgroup and the storer warp
 
 static_assert(BLOCK_K == 64 || BLOCK_K == 128, "BLOCK_K is 64 or 128 (128-byte swizzle rows)");
@@ -218,6 +228,9 @@ static_assert(kWgRows == 64 || kWgRows == 128, "a consumer warpgroup owns 64 or 
 static_assert(kPingPong ? (kCWG == 2) : (kWgRows * kCWG == BLOCK_M), "tile rows split over the warpgroups");
 static_assert(PRODUCER == 0 || kCWG == 2, "a producer warpgroup goes with two consumer warpgroups");
 static_assert(STAGES >= 2 && STAGES <= 8, "2..8 stages");
+static_assert(EPILOGUE >= 0 && EPILOGUE <= 5, "EPILOGUE 0..5");
+static_assert(!kSharedStaging || (!kPingPong && kCWG == 2), "EPILOGUE=5: two cooperative warpgroups");
+static_assert(!kSharedStaging || kEpiWgBytes >= (kConsumerThreads / 32) * kEpiTileBytes, "EPILOGUE=5 fallback fits");
 static_assert(CLUSTER_M >= 1 && CLUSTER_M <= 2 && CLUSTER_N >= 1 && CLUSTER_N <= 2, "cluster dims 1 or 2");
 // Pairs only: in a 2x2 cluster, when no multicast couples the CTAs (both
 // operands by thread copies), a CTA can run a whole ring ahead of a peer that
@@ -228,6 +241,44 @@ static_assert(!kStreamK || (!kPingPong && kCS == 1 && SPLIT_K == 1), "stream-K: 
 static_assert(EPILOGUE != 4 || SPLIT_K == 1, "the storer warp serves whole tiles (no split-K)");
 static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && (BLOCK_K / CLUSTER_M) % 8 == 0, "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
+
+// Developer timeline (scripts/dev/timeline.py compiles a copy of the spec
+// that defines GEMM_SM90_TIMELINE): thread 0 of each CTA stamps %globaltimer
+// into its row of 32: 0 entry, 1 SM id, then per unit i < 4 the end of its MMAs
+// (2 + 2i) and of its epilogue (3 + 2i); for the last unit, the epilogue's
+// start (10), its first staged piece fenced (EPILOGUE=2) or all pieces
+// (EPILOGUE=3) (11), the stores issued (12); in the first unit, its first
+// k-tile landed (13) and its middle one (14); 15 the consumers' exit; 16 the
+// producer's first loads issued, 17 thread 0 past the set-up barrier. Each
+// stamp also records the SM's clock64 in gemm_sm90_timeline_clk (cycles do
+// not depend on the clock the GPU happened to run at).
+#if defined(GEMM_SM90_TIMELINE)
+extern "C" {  // unmangled: the probe looks it up by name
+__device__ unsigned long long gemm_sm90_timeline[1024 * 32];
+__device__ long long gemm_sm90_timeline_clk[1024 * 32];
+}
+// From the calling thread (tl_mark: from thread 0 only).
+__device__ __forceinline__ void tl_mark_any(int slot, unsigned long long v = 0) {
+  if (v == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+    gemm_sm90_timeline_clk[blockIdx.x * 32 + slot] = clock64();
+  }
+  gemm_sm90_timeline[blockIdx.x * 32 + slot] = v;
+}
+__device__ __forceinline__ void tl_mark(int slot, unsigned long long v = 0) {
+  if (threadIdx.x == 0) tl_mark_any(slot, v);
+}
+__device__ __forceinline__ void tl_start() {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  tl_mark(0);
+  tl_mark(1, 0x100000000ull | sm);
+}
+#else
+__device__ __forceinline__ void tl_mark_any(int, unsigned long long = 0) {}
+__device__ __forceinline__ void tl_mark(int, unsigned long long = 0) {}
+__device__ __forceinline__ void tl_start() {}
+#endif
 
 // Where this launch's work comes from: tiles, K split, grid of clusters.
 struct Sched {
@@ -514,6 +565,7 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
                                               k0 + s.rank_m * kRows, full, mask);
         }
       }
+      if (leader && i == 0 && kt == 0) tl_mark_any(16);
       if (fallback) {
         // Whole tiles of the non-TMA operands, this CTA only (no multicast).
         if (!tma_a) {
@@ -573,7 +625,7 @@ __device__ __forceinline__ void release_stage(unsigned empty, const Sched& s, in
 // One tile's MMAs for one warpgroup: k_tiles stages from `ring` on.
 __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring, int k_tiles, const Sched& s,
                                          unsigned smem, unsigned full0, unsigned empty0, int row0_in_tile,
-                                         int wg_tid) {
+                                         int wg_tid, bool first_unit) {
   using namespace evotune_sm90;
 #pragma unroll
   for (int mi = 0; mi < kMIters; ++mi)
@@ -595,6 +647,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
   Ring prev = ring;  // stage of the previous k-tile, released one step late
   for (int kt = 0; kt < k_tiles; ++kt) {
     mbar_wait(full0 + 8 * ring.stage, ring.phase);
+    if (first_unit && (kt == 0 || kt == k_tiles / 2)) tl_mark(kt == 0 ? 13 : 14);
     const unsigned long long so = (unsigned)(ring.stage * kStageBytes) >> 4;
     wgmma_fence();
 #pragma unroll
@@ -765,33 +818,6 @@ __device__ __forceinline__ void st_global_v4(void* p, uint4 v) {
                : "memory");
 }
 
-// Developer timeline (scripts/dev/timeline.py compiles a copy of the spec
-// that defines GEMM_SM90_TIMELINE): thread 0 of each CTA stamps %globaltimer
-// into its row: 0 entry, 1 SM id, then per unit i < 4 the end of its MMAs
-// (2 + 2i) and of its epilogue (3 + 2i); for the last unit, the epilogue's
-// start (10), its first staged piece fenced (EPILOGUE=2) or all pieces
-// (EPILOGUE=3) (11), the stores issued (12); 15 the consumers' exit.
-#if defined(GEMM_SM90_TIMELINE)
-extern "C" {  // unmangled: the probe looks it up by name
-__device__ unsigned long long gemm_sm90_timeline[1024 * 16];
-}
-__device__ __forceinline__ void tl_mark(int slot, unsigned long long v = 0) {
-  if (threadIdx.x == 0) {
-    if (v == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
-    gemm_sm90_timeline[blockIdx.x * 16 + slot] = v;
-  }
-}
-__device__ __forceinline__ void tl_start() {
-  unsigned sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  tl_mark(0);
-  tl_mark(1, 0x100000000ull | sm);
-}
-#else
-__device__ __forceinline__ void tl_mark(int, unsigned long long = 0) {}
-__device__ __forceinline__ void tl_start() {}
-#endif
-
 // One warp's 16 x 64 piece of C (columns 64c.. of its m64 block's
 // accumulators `a`) into the staging tile at `buf` (16 rows of 128 bytes,
 // 1024-aligned, 128-byte swizzle): four stmatrix.x4, each a 16 x 16 block
@@ -817,17 +843,19 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
                                            const EvotuneTmap* tm_c, const Sched& s, int m_wg, int n0,
                                            unsigned epi_smem, int wg_tid, unsigned& epi_seq, int wg, bool storer) {
   const int warp = wg_tid >> 5, lane = wg_tid & 31;
-  if (EPILOGUE == 4 && s.N % 8 == 0) {
+  if ((EPILOGUE == 4 && s.N % 8 == 0) || (kSharedStaging && storer)) {
     using namespace evotune_sm90;
     // This warpgroup's staging: BLOCK_N/64 boxes of kWgRows x 64, warp w's
     // 16-row pieces at rows mi*64 + 16w (every piece 2048-aligned, so the
     // 128-byte swizzle is the same as in a 16-row tile).
-    const unsigned wg_buf = epi_smem + wg * kEpiWgBytes;
+    const unsigned wg_buf = epi_smem + (kSharedStaging ? 0 : wg * kEpiWgBytes);
     // The staging is free once the previous tile's stores have read it: the
     // storer says so on kBarEpiFree (long since: a mainloop ran between);
     // without a storer, thread 0 of the warpgroup waits for its own stores.
+    // EPILOGUE=5: warpgroup 1 waits for warpgroup 0's boxes of this tile to
+    // be read, warpgroup 0 for warpgroup 1's of the previous tile.
     if (storer) {
-      if (epi_seq > 0) named_bar_sync(kBarEpiFree + wg, kEpiBarThreads);
+      if (epi_seq > 0 || (kSharedStaging && wg > 0)) named_bar_sync(kBarEpiFree + wg, kEpiBarThreads);
     } else {
       if (wg_tid == 0) bulk_wait<0>();
       named_bar_sync(kBarWg + wg, 128);
@@ -978,16 +1006,19 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
   }
 }
 
-// EPILOGUE=4's storer warp: for each unit whose tile the consumers store, in
-// their order, waits for each storing warpgroup's boxes (kBarEpiFull), issues
-// one TMA store per box, waits until the stores have read the staging and
-// hands it back (kBarEpiFree). Its bulk groups are its own, so nobody else
-// waits on them.
+// EPILOGUE=4/5's storer warp: for each unit whose tile the consumers store,
+// in their order, waits for each storing warpgroup's boxes (kBarEpiFull),
+// issues one TMA store per box, waits until the stores have read the staging
+// and hands it back (kBarEpiFree): EPILOGUE=4 to each warpgroup after all of
+// the tile's stores, EPILOGUE=5 to the next warpgroup in turn (warpgroup 0's
+// turn comes with the next tile's stores, so no hand-back is left over).
+// Its bulk groups are its own, so nobody else waits on them.
 __device__ __forceinline__ void storer_warp(const Sched& s, const EvotuneTmap* tm_c, unsigned epi_smem) {
   using namespace evotune_sm90;
   const int lane = threadIdx.x & 31;
   if (lane == 0) tma_prefetch_desc(tm_c);
   const int count = __shfl_sync(0xffffffffu, s.count, 0);
+  bool handed_back = false;  // EPILOGUE=5: warpgroup 0 stages again only after a tile's stores
   for (int i = 0; i < count; ++i) {
     const Unit w = unit_at(s, i);
     if (!w.live) continue;                     // cluster padding: nothing stored
@@ -995,15 +1026,26 @@ __device__ __forceinline__ void storer_warp(const Sched& s, const EvotuneTmap* t
     const int wg_first = kPingPong ? (i & 1) : 0;
     const int wg_end = kPingPong ? wg_first + 1 : kCWG;
     for (int wg = wg_first; wg < wg_end; ++wg) {
+      if (kSharedStaging && wg == 0 && handed_back) named_bar_arrive(kBarEpiFree + 0, kEpiBarThreads);
       named_bar_sync(kBarEpiFull + wg, kEpiBarThreads);
       if (lane == 0) {
         const int m_wg = w.tile_m * BLOCK_M + (kPingPong ? 0 : wg * kWgRows);
-        const unsigned wg_buf = epi_smem + wg * kEpiWgBytes;
+        const unsigned wg_buf = epi_smem + (kSharedStaging ? 0 : wg * kEpiWgBytes);
 #pragma unroll
         for (int c = 0; c < kNBoxes; ++c)
           tma_store_2d(tm_c, w.tile_n * BLOCK_N + c * 64, m_wg, wg_buf + c * (kWgRows * 128));
       }
+      if constexpr (kSharedStaging) {
+        if (lane == 0) {
+          bulk_commit();
+          bulk_wait<0>();  // read: the next warpgroup may stage
+        }
+        __syncwarp();
+        if (wg + 1 < kCWG) named_bar_arrive(kBarEpiFree + wg + 1, kEpiBarThreads);
+        handed_back = true;  // warpgroup 0's turn: before the next tile's stores
+      }
     }
+    if constexpr (kSharedStaging) continue;
     if (lane == 0) {
       bulk_commit();
       bulk_wait<0>();  // read: the staging may be refilled
@@ -1042,7 +1084,7 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
     }
     const int row0_in_tile = kPingPong ? 0 : wg * kWgRows;
     if constexpr (kPingPong) evotune_sm90::named_bar_sync(kBarOrder + wg, 256);
-    mainloop(acc, ring, k_tiles, s, smem, full0, empty0, row0_in_tile, wg_tid);
+    mainloop(acc, ring, k_tiles, s, smem, full0, empty0, row0_in_tile, wg_tid, i == 0);
     if (i < 4) tl_mark(2 + 2 * i);
     if constexpr (kPingPong) {
       // Hand the tensor cores to the other warpgroup if it has a next unit.
@@ -1077,6 +1119,7 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
   if (EPILOGUE >= 2 && (wg_tid & 31) == 0) evotune_sm90::bulk_wait<0, true>();
   // EPILOGUE=4: the storer's last hand-back, i.e. its last stores have read
   // this warpgroup's staging.
+  // (EPILOGUE=5 hands back only to a warpgroup that stages again.)
   if (EPILOGUE == 4 && storer && epi_seq > 0) evotune_sm90::named_bar_sync(kBarEpiFree + wg, kEpiBarThreads);
   tl_mark(15);
 }
@@ -1108,7 +1151,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   const bool tma_a = use_tma_a != 0, tma_b = use_tma_b != 0;
   // EPILOGUE=4 with both operands by TMA (then the producer side's second
   // warp is idle; tm_c exists as N % 8 == 0): that warp issues the stores.
-  const bool storer = EPILOGUE == 4 && tma_a && tma_b;
+  const bool storer = kStorer && tma_a && tma_b;
 
   tl_start();
   if (threadIdx.x == 0) {
@@ -1133,6 +1176,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   else
     __syncthreads();
 
+  tl_mark(17);
   const Sched& s = *sched;
   // Warp-uniform as far as the compiler can tell (a broadcast), so that the
   // role branches are uniform and the consumers' descriptors and ring state

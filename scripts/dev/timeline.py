@@ -9,8 +9,13 @@ back to back, with and without an L2 flush between launches (the flush is
 triton do_bench's: zeroing 256 MB). The stamps are copied out in stream order
 (no host synchronisation between launches, so the GPU stays at its steady
 state) and summarised per config and mode (median over launches of each
-figure, in us from the first CTA's entry; u<i>_* per unit, last_* the steps
-of each CTA's last epilogue); --npz keeps the raw stamps.
+figure, in us from the first CTA's entry; u<i>_* per unit, u0_first and
+u0_half when the first unit's first and middle k-tiles landed, kc_* the same
+in thousands of SM cycles (clock64: entry to the set-up barrier passed, to the
+producer's first loads issued, to the first k-tile landed; the first and
+second unit's MMAs) and mhz the clock they imply, last_* the steps
+of each CTA's last epilogue), after cuBLAS's event time on the same shape and
+modes; --npz keeps the raw stamps.
 
     scripts/dev/timeline.py --shape 8192,1024,8192 --config BLOCK_M=128,PERSISTENT=1 --config ...
 """
@@ -30,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from side_by_side import TunedKernel, check, cuda, make_tensors  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SLOTS = 16
+SLOTS = 32
 
 
 def dev_spec(tmp):
@@ -38,9 +43,14 @@ def dev_spec(tmp):
     src = os.path.join(ROOT, "kernel_templates", "gemm_sm90")
     for f in os.listdir(src):
         shutil.copy(os.path.join(src, f), tmp)
-    with open(os.path.join(tmp, "spec.toml"), "a") as f:
-        f.write('\n[defines]\nGEMM_SM90_TIMELINE = "1"\n')
-    return os.path.join(tmp, "spec.toml")
+    path = os.path.join(tmp, "spec.toml")
+    with open(path) as f:
+        text = f.read()
+    # The stamps cost a 40-register producer warpgroup a few spilled bytes.
+    text = text.replace("max_spill_bytes = 0", "max_spill_bytes = 128").replace("max_stack = 0", "max_stack = 128")
+    with open(path, "w") as f:
+        f.write(text + '\n[defines]\nGEMM_SM90_TIMELINE = "1"\n')
+    return path
 
 
 def tune_one(args, spec, db, cfg):
@@ -59,14 +69,16 @@ def stamps(args, doc):
     t = make_tensors(p, {})
     k = TunedKernel(doc, p, t)
     grid = p["grid"][0]
-    ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
-    check(cuda.cuModuleGetGlobal_v2(ctypes.byref(ptr), ctypes.byref(size), k.module, b"gemm_sm90_timeline"),
-          "cuModuleGetGlobal")
+    ptrs = []
+    for name in (b"gemm_sm90_timeline", b"gemm_sm90_timeline_clk"):
+        ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+        check(cuda.cuModuleGetGlobal_v2(ctypes.byref(ptr), ctypes.byref(size), k.module, name), "cuModuleGetGlobal")
+        ptrs.append(ptr)
     row_bytes = grid * SLOTS * 8
     cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     out = {}
     for mode in ("flush", "noflush"):
-        buf = torch.zeros((args.reps, grid * SLOTS), dtype=torch.int64, device="cuda")
+        buf = torch.zeros((args.reps, 2, grid * SLOTS), dtype=torch.int64, device="cuda")
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.reps)]
         stream = torch.cuda.current_stream().cuda_stream
         for _ in range(args.warmup):
@@ -79,19 +91,43 @@ def stamps(args, doc):
             ev[r][0].record()
             k()
             ev[r][1].record()
-            check(cuda.cuMemcpyDtoDAsync_v2(ctypes.c_uint64(buf[r].data_ptr()), ptr, ctypes.c_size_t(row_bytes),
-                                            ctypes.c_void_p(stream)), "cuMemcpyDtoDAsync")
+            for j, ptr in enumerate(ptrs):
+                check(cuda.cuMemcpyDtoDAsync_v2(ctypes.c_uint64(buf[r, j].data_ptr()), ptr,
+                                                ctypes.c_size_t(row_bytes), ctypes.c_void_p(stream)),
+                      "cuMemcpyDtoDAsync")
         torch.cuda.synchronize()
-        out[mode] = (buf.view(args.reps, grid, SLOTS).cpu().numpy(),
-                     np.array([a.elapsed_time(b) * 1e3 for a, b in ev]))
+        both = buf.view(args.reps, 2, grid, SLOTS).cpu().numpy()
+        out[mode] = (both[:, 0], both[:, 1], np.array([a.elapsed_time(b) * 1e3 for a, b in ev]))
     return out
 
 
-def summarise(tl, ev_us):
+def cublas_events(args):
+    """cuBLAS (torch) on the same shape, timed as stamps() times the kernel: event time per mode."""
+    M, N, K = (int(x) for x in args.shape.split(","))
+    dt = torch.bfloat16 if args.dtype == "bf16" else torch.float16
+    a, b = torch.randn(M, K, device="cuda", dtype=dt), torch.randn(K, N, device="cuda", dtype=dt)
+    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    out = {}
+    for mode in ("flush", "noflush"):
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.reps)]
+        for r in range(args.warmup + args.reps):
+            if mode == "flush":
+                cache.zero_()
+            if r >= args.warmup:
+                ev[r - args.warmup][0].record()
+            a @ b
+            if r >= args.warmup:
+                ev[r - args.warmup][1].record()
+        torch.cuda.synchronize()
+        out[mode] = float(np.median([x.elapsed_time(y) * 1e3 for x, y in ev]))
+    return out
+
+
+def summarise(tl, clk, ev_us):
     """Median over launches of: event time, span (first entry to last exit), entry skew, each unit's
     MMA end and epilogue length across CTAs, the exit spread, and the SM-time fraction spent outside."""
     rows = []
-    for rep in tl:
+    for rep, cyc in zip(tl, clk):
         t0 = rep[:, 0].min()
         rel = (rep.astype(np.float64) - t0) / 1e3  # us
         rel[rep == 0] = np.nan
@@ -108,6 +144,19 @@ def summarise(tl, ev_us):
         row["last_staged"] = np.nanmedian(rel[:, 11] - rel[:, 10])
         row["last_issued"] = np.nanmedian(rel[:, 12] - rel[:, 11])
         row["last_rest"] = np.nanmedian(lastepi - rel[:, 12])
+        # The first unit's first and middle k-tiles landing (thread 0's full-barrier waits).
+        row["u0_first"] = np.nanmedian(rel[:, 13])
+        row["u0_half"] = np.nanmedian(rel[:, 14])
+        # SM cycles (clock64, thousands): entry to the first k-tile, the first unit's MMAs from its first
+        # k-tile, the second unit's from the end of the first epilogue.
+        c = cyc.astype(np.float64) / 1e3
+        c[rep == 0] = np.nan
+        row["kc_start"] = np.nanmedian(c[:, 13] - c[:, 0])
+        row["kc_setup"] = np.nanmedian(c[:, 17] - c[:, 0])  # thread 0 past the set-up barrier
+        row["kc_issue"] = np.nanmedian(c[:, 16] - c[:, 0])  # the producer's first loads issued
+        row["kc_u0"] = np.nanmedian(c[:, 2] - c[:, 13])
+        row["kc_u1"] = np.nanmedian(c[:, 4] - c[:, 3])
+        row["mhz"] = np.nanmedian((c[:, 2] - c[:, 13]) / (rel[:, 2] - rel[:, 13])) * 1e3
         for u in range(3):
             mma, epi = rel[:, 2 + 2 * u], rel[:, 3 + 2 * u]
             if np.all(np.isnan(mma)):
@@ -136,11 +185,12 @@ if __name__ == "__main__":
     tmp = tempfile.mkdtemp(prefix="evotune-tl-")
     spec, db = dev_spec(tmp), os.path.join(tmp, "tl.db")
     raw = {}
+    print("cuBLAS " + " ".join(f"{m}: event={v:.1f}" for m, v in cublas_events(args).items()), flush=True)
     for i, cfg in enumerate(args.config):
         res = stamps(args, tune_one(args, spec, db, cfg))
-        for mode, (tl, ev) in res.items():
-            raw[f"c{i}_{mode}"], raw[f"c{i}_{mode}_event_us"] = tl, ev
-            m = summarise(tl, ev)
+        for mode, (tl, clk, ev) in res.items():
+            raw[f"c{i}_{mode}"], raw[f"c{i}_{mode}_clk"], raw[f"c{i}_{mode}_event_us"] = tl, clk, ev
+            m = summarise(tl, clk, ev)
             print(f"[{i}] {mode:<8} " + " ".join(f"{k}={v:.1f}" if k != "idle" else f"{k}={v:.3f}"
                                                 for k, v in m.items()), flush=True)
         print(f"[{i}] = {cfg}", flush=True)

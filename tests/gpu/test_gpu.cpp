@@ -202,7 +202,12 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"EPILOGUE", 4}, {"SCHEDULE", 1}},
                                                 {{"EPILOGUE", 4}, {"PERSISTENT", 1}},
                                                 {{"EPILOGUE", 4}, {"PERSISTENT", 2}},
-                                                {{"EPILOGUE", 4}, {"CLUSTER_M", 2}}}) {
+                                                {{"EPILOGUE", 4}, {"CLUSTER_M", 2}},
+                                                {{"EPILOGUE", 5}, {"PRODUCER", 0}},
+                                                {{"EPILOGUE", 5}, {"PRODUCER", 1}},
+                                                {{"EPILOGUE", 5}, {"PERSISTENT", 1}},
+                                                {{"EPILOGUE", 5}, {"PERSISTENT", 2}},
+                                                {{"EPILOGUE", 5}, {"CLUSTER_N", 2}}}) {
         std::string key;
         bool match = true;
         for (const auto& [knob, value] : rare) {
