@@ -250,7 +250,8 @@ static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 // start (10), its first staged piece fenced (EPILOGUE=2) or all pieces
 // (EPILOGUE=3) (11), the stores issued (12); in the first unit, its first
 // k-tile landed (13) and its middle one (14); 15 the consumers' exit; 16 the
-// producer's first loads issued, 17 thread 0 past the set-up barrier. Each
+// producer's first loads issued, 17 thread 0 past the set-up barrier, 18 the
+// producer about to issue them, 19 the producer's leader starting. Each
 // stamp also records the SM's clock64 in gemm_sm90_timeline_clk (cycles do
 // not depend on the clock the GPU happened to run at).
 #if defined(GEMM_SM90_TIMELINE)
@@ -524,6 +525,7 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
   const bool fallback = !tma_a || !tma_b;
   const bool leader = ptid == 0;
   if (!fallback && !leader) return;  // pure TMA: one thread issues everything
+  if (leader) tl_mark_any(19);
   if (leader) {
     if (tma_a) tma_prefetch_desc(tm_a);
     if (tma_b) tma_prefetch_desc(tm_b);
@@ -540,6 +542,7 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
       const unsigned a_dst = smem + ring.stage * kStageBytes;
       const unsigned b_dst = a_dst + kStageBytesA;
       mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1u);  // every reader (in every CTA) released it
+      if (leader && i == 0 && kt == 0) tl_mark_any(18);
       if (leader && (tma_a || tma_b)) {
         mbar_arrive_expect_tx(full, (tma_a ? (unsigned)kStageBytesA : 0u) + (tma_b ? (unsigned)kStageBytesB : 0u));
         if (tma_a) {

@@ -153,6 +153,8 @@ def summarise(tl, clk, ev_us):
         c[rep == 0] = np.nan
         row["kc_start"] = np.nanmedian(c[:, 13] - c[:, 0])
         row["kc_setup"] = np.nanmedian(c[:, 17] - c[:, 0])  # thread 0 past the set-up barrier
+        row["kc_prod"] = np.nanmedian(c[:, 19] - c[:, 0])  # the producer's leader starting
+        row["kc_preissue"] = np.nanmedian(c[:, 18] - c[:, 0])  # about to issue its first loads
         row["kc_issue"] = np.nanmedian(c[:, 16] - c[:, 0])  # the producer's first loads issued
         row["kc_u0"] = np.nanmedian(c[:, 2] - c[:, 13])
         row["kc_u1"] = np.nanmedian(c[:, 4] - c[:, 3])
