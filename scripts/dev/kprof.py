@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Developer probe for a lent GPU host: kernel time against event time, gemm_sm90 and cuBLAS.
+
+bench/side_by_side.py times each launch between two CUDA events, after an L2
+flush, so what it reports is the kernel plus whatever the launch costs on the
+GPU between the events. This runs the same loop under torch.profiler (CUPTI
+kernel records) for each evotune run given and for cuBLAS on the same inputs,
+interleaved over --rounds, and prints per contender the median event time, the
+median kernel duration (CUPTI) and their difference, and the gap from the
+flush kernel's end to the GEMM kernel's start.
+
+    scripts/dev/kprof.py --evotune .device-build/evotune --db b.db --runs 1,2 --shape 8192,1024,8192
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+from side_by_side import TunedKernel, make_tensors  # noqa: E402
+
+
+def load(args, run):
+    r = subprocess.run([args.evotune, "--db", args.db, "export", str(run), "--format", "launch"], capture_output=True,
+                       text=True, check=True)
+    doc = json.loads(r.stdout)
+    p = doc["problems"][0]
+    t = make_tensors(p, {})
+    return TunedKernel(doc, p, t), t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--evotune", required=True)
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--runs", required=True, help="comma-separated run ids")
+    ap.add_argument("--shape", required=True, help="M,N,K")
+    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    M, N, K = (int(x) for x in args.shape.split(","))
+    contenders = []
+    for run in args.runs.split(","):
+        k, t = load(args, run)
+        contenders.append((f"run {run}", k, t))
+    _, _, t0 = contenders[0]
+    a = t0["A"].view(M, K)
+    b = t0["B"].view(K, N)
+    contenders.append(("cuBLAS", lambda: a @ b, None))
+    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    for _, fn, _ in contenders:  # warm-up
+        for _ in range(20):
+            cache.zero_()
+            fn()
+    torch.cuda.synchronize()
+    stats = {name: {"event": [], "kernel": [], "gap": []} for name, _, _ in contenders}
+    for r in range(args.rounds):
+        order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+        for name, fn, _ in order:
+            ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.reps)]
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for i in range(args.reps):
+                    cache.zero_()
+                    ev[i][0].record()
+                    fn()
+                    ev[i][1].record()
+                torch.cuda.synchronize()
+            stats[name]["event"] += [x.elapsed_time(y) * 1e3 for x, y in ev]
+            kern = sorted((e for e in prof.events() if e.device_type.name == "CUDA"), key=lambda e: e.time_range.start)
+            # Pairs of (flush kernel, GEMM kernel) in stream order.
+            prev_end = None
+            for e in kern:
+                is_gemm = "gemm" in e.name or "nvjet" in e.name or "cutlass" in e.name or "sm90" in e.name
+                if is_gemm:
+                    stats[name]["kernel"].append(e.time_range.end - e.time_range.start)
+                    if prev_end is not None:
+                        stats[name]["gap"].append(e.time_range.start - prev_end)
+                    prev_end = None
+                else:
+                    prev_end = e.time_range.end
+    print(f"{'contender':<10} {'event us':>9} {'kernel us':>10} {'event-kernel':>13} {'flush end->start':>17}  n")
+    for name, s in stats.items():
+        ev, kn, gp = (np.median(s[k]) if s[k] else float("nan") for k in ("event", "kernel", "gap"))
+        print(f"{name:<10} {ev:9.1f} {kn:10.1f} {ev - kn:13.1f} {gp:17.1f}  {len(s['kernel'])}")
+
+
+if __name__ == "__main__":
+    main()
