@@ -179,6 +179,14 @@ constexpr int kConsumerThreads = 128 * kCWG;
 constexpr int kThreads = kConsumerThreads + kProducerThreads;
 constexpr int kCS = CLUSTER_M * CLUSTER_N;
 constexpr bool kStreamK = PERSISTENT == 2;
+// The producer's leader issues the first loads right after the set-up (no
+// cluster, both operands by TMA); not with a 24-register producer, which
+// cannot hold the extra loop state without spilling.
+constexpr bool kSetupLoads = kCS == 1 && !(PRODUCER == 1 && REG_SPLIT == 1);
+// How many: one k-tile. On the H200 it measured best against none and a
+// whole ring, before or after the other warps are released (a thread's first
+// TMA loads wait for the tensor maps to arrive; the consumers should not).
+constexpr int kSetupKTiles = 1;
 constexpr bool kEvictFirstA = (L2_HINT & 1) != 0;  // TMA loads of A marked evict-first in L2
 constexpr bool kEvictFirstB = (L2_HINT & 2) != 0;
 
@@ -515,60 +523,75 @@ __device__ __forceinline__ void tma_load(unsigned dst, const EvotuneTmap* tm, in
     tma_load_2d(dst, tm, c0, c1, bar);
 }
 
+// One k-tile's TMA loads into ring stage `stage`: the full barrier's
+// expected bytes, then this CTA's slices of the operands that come by TMA,
+// multicast to the CTAs that share them.
+__device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
+                                                unsigned smem, int stage, int m0, int n0, int k0, bool tma_a,
+                                                bool tma_b) {
+  using namespace evotune_sm90;
+  const unsigned full = smem + kBarOffset + 8 * stage;
+  const unsigned a_dst = smem + stage * kStageBytes;
+  const unsigned b_dst = a_dst + kStageBytesA;
+  mbar_arrive_expect_tx(full, (tma_a ? (unsigned)kStageBytesA : 0u) + (tma_b ? (unsigned)kStageBytesB : 0u));
+  if (tma_a) {
+    // This CTA's slice of the A tile, rows rank_n * BLOCK_M/CLUSTER_N on,
+    // to the CTAs of its cluster row (rank = rank_m + CLUSTER_M * rank_n).
+    constexpr int kRows = BLOCK_M / CLUSTER_N;
+    unsigned short mask = 0;
+#pragma unroll
+    for (int j = 0; j < CLUSTER_N; ++j) mask |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
+#pragma unroll
+    for (int sub = 0; sub < BLOCK_K / 64; ++sub)
+      tma_load<CLUSTER_N, kEvictFirstA>(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
+                                        m0 + s.rank_n * kRows, full, mask);
+  }
+  if (tma_b) {
+    // This CTA's k-row slice of every B box, to its cluster column.
+    constexpr int kRows = BLOCK_K / CLUSTER_M;
+    unsigned short mask = 0;
+#pragma unroll
+    for (int j = 0; j < CLUSTER_M; ++j) mask |= (unsigned short)(1u << (j + CLUSTER_M * s.rank_n));
+#pragma unroll
+    for (int box = 0; box < kNBoxes; ++box)
+      tma_load<CLUSTER_M, kEvictFirstB>(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
+                                        k0 + s.rank_m * kRows, full, mask);
+  }
+}
+
 // Matrix sizes, pointers and flags come straight from the kernel parameters
 // (constant bank) so that a 24-register producer warpgroup need not hold them.
+// The first `pre` k-tiles of the first unit were issued right after the
+// set-up (by the leader, before its own set-up here).
 __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
                                          const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
-                                         int M, int N, int K, unsigned smem, bool tma_a, bool tma_b, int ptid) {
+                                         int M, int N, int K, unsigned smem, bool tma_a, bool tma_b, int ptid,
+                                         int pre) {
   using namespace evotune_sm90;
   const unsigned full0 = smem + kBarOffset, empty0 = full0 + 8 * STAGES;
   const bool fallback = !tma_a || !tma_b;
   const bool leader = ptid == 0;
   if (!fallback && !leader) return;  // pure TMA: one thread issues everything
   if (leader) tl_mark_any(19);
-  if (leader) {
+  if (leader && pre == 0) {
     if (tma_a) tma_prefetch_desc(tm_a);
     if (tma_b) tma_prefetch_desc(tm_b);
   }
 
+  if constexpr (!kSetupLoads) pre = 0;
   Ring ring;       // stage being filled
+  ring.skip(pre);  // the set-up filled the first pre stages (pure TMA only)
   int issued = 0;  // k-tiles issued so far (for the fallback lag)
   for (int i = 0; i < s.count; ++i) {
     const Unit w = unit_at(s, i);
     const int m0 = w.tile_m * BLOCK_M, n0 = w.tile_n * BLOCK_N;
-    for (int kt = 0; kt < w.k_tiles; ++kt) {
+    for (int kt = i == 0 ? pre : 0; kt < w.k_tiles; ++kt) {
       const int k0 = (w.kt_begin + kt) * BLOCK_K;
-      const unsigned full = full0 + 8 * ring.stage;
       const unsigned a_dst = smem + ring.stage * kStageBytes;
       const unsigned b_dst = a_dst + kStageBytesA;
       mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1u);  // every reader (in every CTA) released it
       if (leader && i == 0 && kt == 0) tl_mark_any(18);
-      if (leader && (tma_a || tma_b)) {
-        mbar_arrive_expect_tx(full, (tma_a ? (unsigned)kStageBytesA : 0u) + (tma_b ? (unsigned)kStageBytesB : 0u));
-        if (tma_a) {
-          // This CTA's slice of the A tile, rows rank_n * BLOCK_M/CLUSTER_N on,
-          // to the CTAs of its cluster row (rank = rank_m + CLUSTER_M * rank_n).
-          constexpr int kRows = BLOCK_M / CLUSTER_N;
-          unsigned short mask = 0;
-#pragma unroll
-          for (int j = 0; j < CLUSTER_N; ++j) mask |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
-#pragma unroll
-          for (int sub = 0; sub < BLOCK_K / 64; ++sub)
-            tma_load<CLUSTER_N, kEvictFirstA>(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
-                                              m0 + s.rank_n * kRows, full, mask);
-        }
-        if (tma_b) {
-          // This CTA's k-row slice of every B box, to its cluster column.
-          constexpr int kRows = BLOCK_K / CLUSTER_M;
-          unsigned short mask = 0;
-#pragma unroll
-          for (int j = 0; j < CLUSTER_M; ++j) mask |= (unsigned short)(1u << (j + CLUSTER_M * s.rank_n));
-#pragma unroll
-          for (int box = 0; box < kNBoxes; ++box)
-            tma_load<CLUSTER_M, kEvictFirstB>(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
-                                              k0 + s.rank_m * kRows, full, mask);
-        }
-      }
+      if (leader && (tma_a || tma_b)) issue_tma_ktile(s, tm_a, tm_b, smem, ring.stage, m0, n0, k0, tma_a, tma_b);
       if (leader && i == 0 && kt == 0) tl_mark_any(16);
       if (fallback) {
         // Whole tiles of the non-TMA operands, this CTA only (no multicast).
@@ -1159,12 +1182,15 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
 
   tl_start();
   // Set-up: the schedule and the ring's barriers. Without a cluster the
-  // producer's leader does it and goes straight on to its first loads,
-  // arriving on kBarSetup while everyone else waits there (the loads of a
-  // cold kernel then start about 1.5k cycles earlier: the set-up and the
-  // producer's code are one instruction stream instead of two behind a
-  // barrier). A cluster's CTAs meet in cluster_sync instead.
+  // producer's leader does it, arrives on kBarSetup while everyone else waits
+  // there, and issues the first unit's first k-tile (when both operands come
+  // by TMA) before the producer's own set-up: the loads of a cold kernel go
+  // out as soon as the kernel's parameters have arrived. A cluster's CTAs
+  // meet in cluster_sync instead (peers multicast into each other's ring).
   const int setup_thread = kCS > 1 ? 0 : kConsumerThreads;
+  // The leader's first loads (k-tiles of the first unit, where they start),
+  // issued right after the set-up; its producer loop goes on from there.
+  int pre = 0, pre_m0 = 0, pre_n0 = 0, pre_k0 = 0;
   if (threadIdx.x == setup_thread) {
     if (kCS == 1 && tma_a) tma_prefetch_desc(&tm_a);  // the first loads need them
     if (kCS == 1 && tma_b) tma_prefetch_desc(&tm_b);
@@ -1173,7 +1199,8 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
     unsigned dyn;
     asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(dyn));
     if (dyn < (unsigned)kSmemBytes) __trap();
-    *sched = make_sched(M, N, K);
+    const Sched sc = make_sched(M, N, K);
+    *sched = sc;
     // Full: one expect_tx arrival when any operand comes by TMA, plus one per
     // producer thread when any operand falls back to thread copies.
     const unsigned full_count = ((tma_a || tma_b) ? 1u : 0u) + ((!tma_a || !tma_b) ? (unsigned)kProducerThreads : 0u);
@@ -1183,6 +1210,16 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
     }
     fence_mbar_init();
     fence_proxy_async();
+    // Without a cluster, with both operands by TMA: the first unit's first
+    // k-tile goes out right after the barrier below, into a ring nobody has
+    // used (its empty barriers need no wait).
+    if (kSetupLoads && tma_a && tma_b && sc.count > 0) {
+      const Unit w = unit_at(sc, 0);
+      pre = min(kSetupKTiles, w.k_tiles);
+      pre_m0 = w.tile_m * BLOCK_M;
+      pre_n0 = w.tile_n * BLOCK_N;
+      pre_k0 = w.kt_begin * BLOCK_K;
+    }
   }
   if constexpr (kCS > 1) {
     cluster_sync();  // peers' barriers exist before anyone multicasts or arrives remotely
@@ -1192,6 +1229,13 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
       named_bar_arrive(kBarSetup, kThreads);
     else
       named_bar_sync(kBarSetup, kThreads);
+  }
+  // The leader's first loads, once the consumers are on their way.
+  if (kSetupLoads && pre > 0) {
+    tl_mark_any(18);
+    for (int kt = 0; kt < pre; ++kt)
+      issue_tma_ktile(*sched, &tm_a, &tm_b, smem, kt, pre_m0, pre_n0, pre_k0 + kt * BLOCK_K, true, true);
+    tl_mark_any(16);
   }
 
   tl_mark(17);
@@ -1206,7 +1250,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
     if (storer && ptid >= 32 && ptid < 64)
       storer_warp(s, &tm_c, epi_smem);
     else
-      producer(s, &tm_a, &tm_b, A, B, M, N, K, smem, tma_a, tma_b, ptid);
+      producer(s, &tm_a, &tm_b, A, B, M, N, K, smem, tma_a, tma_b, ptid, pre);
     if constexpr (kCS > 1) {
       __syncwarp();
       cluster_sync();  // no CTA exits while a peer may still arrive on its barriers

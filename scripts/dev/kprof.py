@@ -10,6 +10,9 @@ median kernel duration (CUPTI) and their difference, and the gap from the
 flush kernel's end to the GEMM kernel's start.
 
     scripts/dev/kprof.py --evotune .device-build/evotune --db b.db --runs 1,2 --shape 8192,1024,8192
+
+With --exporters, runs tuned by different builds (say, before and after a
+kernel change, in one database) are compared in one process.
 """
 import argparse
 import json
@@ -25,8 +28,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from side_by_side import TunedKernel, make_tensors  # noqa: E402
 
 
-def load(args, run):
-    r = subprocess.run([args.evotune, "--db", args.db, "export", str(run), "--format", "launch"], capture_output=True,
+def load(args, run, exporter):
+    r = subprocess.run([exporter, "--db", args.db, "export", str(run), "--format", "launch"], capture_output=True,
                        text=True, check=True)
     doc = json.loads(r.stdout)
     p = doc["problems"][0]
@@ -39,14 +42,18 @@ def main():
     ap.add_argument("--evotune", required=True)
     ap.add_argument("--db", required=True)
     ap.add_argument("--runs", required=True, help="comma-separated run ids")
+    ap.add_argument("--exporters", help="comma-separated evotune binaries that export each run (default --evotune; "
+                    "a launch export needs the binary whose kernel sources the run was tuned with)")
     ap.add_argument("--shape", required=True, help="M,N,K")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     M, N, K = (int(x) for x in args.shape.split(","))
     contenders = []
-    for run in args.runs.split(","):
-        k, t = load(args, run)
+    runs = args.runs.split(",")
+    exporters = args.exporters.split(",") if args.exporters else [args.evotune] * len(runs)
+    for run, exporter in zip(runs, exporters):
+        k, t = load(args, run, exporter)
         contenders.append((f"run {run}", k, t))
     _, _, t0 = contenders[0]
     a = t0["A"].view(M, K)
