@@ -259,7 +259,9 @@ static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 // (EPILOGUE=3) (11), the stores issued (12); in the first unit, its first
 // k-tile landed (13) and its middle one (14); 15 the consumers' exit; 16 the
 // producer's first loads issued, 17 thread 0 past the set-up barrier, 18 the
-// producer about to issue them, 19 the producer's leader starting. Each
+// producer about to issue them, 19 the producer's leader starting; for units
+// 0 and 1, the cycles thread 0 waited on full barriers (+ 1), in all k-tiles
+// (20 + 2i) and in the first four (21 + 2i). Each time
 // stamp also records the SM's clock64 in gemm_sm90_timeline_clk (cycles do
 // not depend on the clock the GPU happened to run at).
 #if defined(GEMM_SM90_TIMELINE)
@@ -652,7 +654,7 @@ __device__ __forceinline__ void release_stage(unsigned empty, const Sched& s, in
 // One tile's MMAs for one warpgroup: k_tiles stages from `ring` on.
 __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring, int k_tiles, const Sched& s,
                                          unsigned smem, unsigned full0, unsigned empty0, int row0_in_tile,
-                                         int wg_tid, bool first_unit) {
+                                         int wg_tid, int unit) {
   using namespace evotune_sm90;
 #pragma unroll
   for (int mi = 0; mi < kMIters; ++mi)
@@ -672,9 +674,20 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
   const unsigned long long da0 = make_desc_sw128(smem + row0_in_tile * 128, 16, 1024);
   const unsigned long long db0 = make_desc_sw128(smem + kStageBytesA, kBoxBytesB, 1024);
   Ring prev = ring;  // stage of the previous k-tile, released one step late
+#if defined(GEMM_SM90_TIMELINE)
+  long long waited = 0, waited_first = 0;  // cycles in the full-barrier waits: all, the first 4 k-tiles
+#endif
   for (int kt = 0; kt < k_tiles; ++kt) {
+#if defined(GEMM_SM90_TIMELINE)
+    const long long t_wait = clock64();
+#endif
     mbar_wait(full0 + 8 * ring.stage, ring.phase);
-    if (first_unit && (kt == 0 || kt == k_tiles / 2)) tl_mark(kt == 0 ? 13 : 14);
+#if defined(GEMM_SM90_TIMELINE)
+    const long long dt = clock64() - t_wait;
+    waited += dt;
+    if (kt < 4) waited_first += dt;
+#endif
+    if (unit == 0 && (kt == 0 || kt == k_tiles / 2)) tl_mark(kt == 0 ? 13 : 14);
     const unsigned long long so = (unsigned)(ring.stage * kStageBytes) >> 4;
     wgmma_fence();
 #pragma unroll
@@ -700,6 +713,12 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
 #pragma unroll
     for (int j = 0; j < kAcc; ++j) fence_operand(acc[mi][j]);
   if (k_tiles > 0) release_stage(empty0 + 8 * prev.stage, s, wg_tid);
+#if defined(GEMM_SM90_TIMELINE)
+  if (unit < 2) {  // + 1: a stamp of 0 reads as "not stamped"
+    tl_mark(20 + 2 * unit, (unsigned long long)waited + 1);
+    tl_mark(21 + 2 * unit, (unsigned long long)waited_first + 1);
+  }
+#endif
 }
 
 // Accumulator fragment (wgmma D, m64nN): thread t of the warpgroup holds, for
@@ -1111,7 +1130,7 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
     }
     const int row0_in_tile = kPingPong ? 0 : wg * kWgRows;
     if constexpr (kPingPong) evotune_sm90::named_bar_sync(kBarOrder + wg, 256);
-    mainloop(acc, ring, k_tiles, s, smem, full0, empty0, row0_in_tile, wg_tid, i == 0);
+    mainloop(acc, ring, k_tiles, s, smem, full0, empty0, row0_in_tile, wg_tid, i);
     if (i < 4) tl_mark(2 + 2 * i);
     if constexpr (kPingPong) {
       // Hand the tensor cores to the other warpgroup if it has a next unit.

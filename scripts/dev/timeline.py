@@ -13,7 +13,9 @@ figure, in us from the first CTA's entry; u<i>_* per unit, u0_first and
 u0_half when the first unit's first and middle k-tiles landed, kc_* the same
 in thousands of SM cycles (clock64: entry to the set-up barrier passed, to the
 producer's first loads issued, to the first k-tile landed; the first and
-second unit's MMAs) and mhz the clock they imply, last_* the steps
+second unit's MMAs) and mhz the clock they imply, kw_* the cycles thread 0
+waited on operands in the first and second unit (all k-tiles, the first
+four), last_* the steps
 of each CTA's last epilogue), after cuBLAS's event time on the same shape and
 modes; --npz keeps the raw stamps.
 
@@ -159,6 +161,10 @@ def summarise(tl, clk, ev_us):
         row["kc_u0"] = np.nanmedian(c[:, 2] - c[:, 13])
         row["kc_u1"] = np.nanmedian(c[:, 4] - c[:, 3])
         row["mhz"] = np.nanmedian((c[:, 2] - c[:, 13]) / (rel[:, 2] - rel[:, 13])) * 1e3
+        # Thread 0's full-barrier waits (thousands of cycles) in units 0 and 1: all k-tiles, the first four.
+        for j, key in enumerate(("kw_u0", "kw_u0_first4", "kw_u1", "kw_u1_first4")):
+            v = rep[:, 20 + j].astype(np.float64)
+            row[key] = np.median((v[v > 0] - 1) / 1e3) if np.any(v > 0) else np.nan
         for u in range(3):
             mma, epi = rel[:, 2 + 2 * u], rel[:, 3 + 2 * u]
             if np.all(np.isnan(mma)):
