@@ -66,6 +66,7 @@ def main():
             fn()
     torch.cuda.synchronize()
     stats = {name: {"event": [], "kernel": [], "gap": []} for name, _, _ in contenders}
+    per_round = {name: [] for name, _, _ in contenders}  # median kernel time of each round
     for r in range(args.rounds):
         order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
         for name, fn, _ in order:
@@ -81,6 +82,7 @@ def main():
             kern = sorted((e for e in prof.events() if e.device_type.name == "CUDA"), key=lambda e: e.time_range.start)
             # Pairs of (flush kernel, GEMM kernel) in stream order.
             prev_end = None
+            n0 = len(stats[name]["kernel"])
             for e in kern:
                 is_gemm = "gemm" in e.name or "nvjet" in e.name or "cutlass" in e.name or "sm90" in e.name
                 if is_gemm:
@@ -90,10 +92,17 @@ def main():
                     prev_end = None
                 else:
                     prev_end = e.time_range.end
+            per_round[name].append(np.median(stats[name]["kernel"][n0:]))
     print(f"{'contender':<10} {'event us':>9} {'kernel us':>10} {'event-kernel':>13} {'flush end->start':>17}  n")
     for name, s in stats.items():
         ev, kn, gp = (np.median(s[k]) if s[k] else float("nan") for k in ("event", "kernel", "gap"))
         print(f"{name:<10} {ev:9.1f} {kn:10.1f} {ev - kn:13.1f} {gp:17.1f}  {len(s['kernel'])}")
+    # cuBLAS's kernel time over each run's, round by round (both timed in the same round).
+    base = np.array(per_round["cuBLAS"])
+    for name, _, _ in contenders[:-1]:
+        r = base / np.array(per_round[name])
+        print(f"{name}: cuBLAS/ours by kernel time per round: mean {r.mean():.4f}, median {np.median(r):.4f}, "
+              f"min {r.min():.4f}, max {r.max():.4f}, sd {r.std(ddof=1) if len(r) > 1 else 0:.4f} over {len(r)} rounds")
 
 
 if __name__ == "__main__":
