@@ -79,6 +79,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("!--no-cache", opts->use_cache, "do not use the on-disk compile cache");
   cmd->add_option("--resume", *resume, "continue run RUN (id or 'last') with its remaining budget");
   cmd->add_option("--window", opts->window, "configs in flight (compiling ahead of the GPU); default 2x threads");
+  cmd->add_option("--sanitize", opts->sanitize,
+                  "compute-sanitizer gate (the spec's [gates] sanitize tools, on the check shapes): none, elites "
+                  "(each elite once before the final re-timing; a finding drops it and the next moves up) or all "
+                  "(every correct trial). Default: elites where compute-sanitizer is installed")
+      ->check(CLI::IsMember({"none", "elites", "all"}));
   cmd->add_flag("-q,--quiet", opts->quiet, "no per-trial progress lines");
   cmd->callback([&ctx, cmd, opts, shapes, named, dtype, resume, no_flush, gpus] {
     bool budget_given = cmd->count("--budget") > 0;

@@ -24,6 +24,7 @@
 #include "engine/compile_service.hpp"
 #include "engine/compiler.hpp"
 #include "engine/device_info.hpp"
+#include "engine/sanitizer.hpp"
 #include "engine/support_kernels.hpp"
 #include "engine/thread_pool.hpp"
 #include "engine/worker_client.hpp"
@@ -183,6 +184,85 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The reference's cubins, one per distinct set of defines, and for each
+// problem the index of its own among them.
+struct ReferenceCubins {
+  std::vector<std::string> cubins;
+  std::vector<int> of_problem;
+};
+
+// Throws SpecError with the compiler's log when the reference does not
+// compile: that is the spec's fault, found before anything is run.
+ReferenceCubins compile_references(const KernelSpec& spec, const std::vector<Problem>& problems,
+                                   const DeviceTraits& dev, CompileService& compiler) {
+  ReferenceCubins out;
+  std::map<std::string, int> by_key;
+  for (const Problem& p : problems) {
+    auto defs = spec.reference_defines(p, dev);
+    auto [it, fresh] = by_key.emplace(defines_key(defs), static_cast<int>(out.cubins.size()));
+    if (fresh) {
+      CompileRequest rr = base_request(spec, arch_for(dev.cc, spec.arch_specific));
+      rr.source_name = spec.reference.source_name;
+      rr.source = spec.reference.source_text;
+      rr.entry = spec.reference.entry;
+      rr.defines = defs;
+      CompileResult cr = compiler.compile(rr);
+      if (!cr.ok) throw SpecError("the reference of kernel " + spec.name + " does not compile:\n" + cr.log);
+      out.cubins.push_back(cr.cubin);
+    }
+    out.of_problem.push_back(it->second);
+  }
+  return out;
+}
+
+// How a GPU run uses compute-sanitizer, resolved once from the options.
+struct SanitizePlan {
+  std::string mode = "none";  // none | elites | all
+  bool asked = false;         // --sanitize given: a sanitizer failure is an error, not a warning
+  std::string path;           // compute-sanitizer
+  std::string note;           // why the gate is off, for the run's header
+};
+
+SanitizePlan resolve_sanitize(const TuneOptions& o, const KernelSpec& spec) {
+  SanitizePlan p;
+  p.asked = !o.sanitize.empty();
+  p.mode = p.asked ? o.sanitize : "elites";
+  if (p.mode != "none" && p.mode != "elites" && p.mode != "all")
+    throw UsageError("--sanitize " + o.sanitize + ": expected none, elites or all");
+  if (p.mode == "none") return p;
+  if (spec.gates.sanitize.empty()) {
+    p.mode = "none";
+    p.note = "off: the spec's [gates] sanitize names no tool";
+    return p;
+  }
+  p.path = locate_compute_sanitizer();
+  if (p.path.empty()) {
+    const std::string where = "not found in PATH, $CUDA_HOME/bin or /usr/local/cuda/bin (EVOTUNE_SANITIZER names it)";
+    if (p.asked)
+      throw UsageError("--sanitize " + o.sanitize + ": compute-sanitizer " + where +
+                       "; --sanitize none runs without the gate");
+    p.mode = "none";
+    p.note = "off: compute-sanitizer " + where;
+  }
+  return p;
+}
+
+// Problems the sanitizer runs a candidate on: the check shapes (small,
+// awkward), or the run's problems when the spec has none.
+std::vector<size_t> sanitizer_problems(const std::vector<bool>& timed) {
+  std::vector<size_t> checks, all;
+  for (size_t i = 0; i < timed.size(); ++i) {
+    all.push_back(i);
+    if (!timed[i]) checks.push_back(i);
+  }
+  return checks.empty() ? all : checks;
+}
+
+// A sanitized evaluation takes far longer than a plain one.
+double sanitizer_limit(double trial_limit_s) {
+  return std::max(120.0, 5 * trial_limit_s);
 }
 
 }  // namespace
@@ -365,6 +445,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     throw UsageError(strfmt("kernel %s runs on compute capability %d%s, not on %s (cc %d)", spec.name.c_str(),
                             spec.min_cc, spec.max_cc > 0 ? strfmt("..%d", spec.max_cc).c_str() : "+",
                             gpus.empty() ? o.arch.c_str() : gpus.front().name.c_str(), dev.cc));
+  if (gpus.empty() && !o.sanitize.empty() && o.sanitize != "none")
+    throw UsageError("--sanitize " + o.sanitize + " needs a GPU run (not --compile-only or --replay)");
+  const SanitizePlan sanitize = gpus.empty() ? SanitizePlan{} : resolve_sanitize(o, spec);
 
   // The run's problems are timed; check shapes (completed from the first
   // problem they apply to) are verified only.
@@ -386,6 +469,10 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       }
     }
   }
+
+  // A compile-only run compiles the reference too (it is part of what CI
+  // should catch), before a run is recorded.
+  if (o.compile_only) compile_references(spec, all_problems, dev, compiler);
 
   if (!store_opt) store_opt.emplace(Store::open(o.db_path));
   Store& store = *store_opt;
@@ -435,12 +522,13 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   Planner planner(spec, dev);
 
   double gpu_busy_s = 0;  // seconds of GPU work, summed over the GPUs
+  SetupRequest setup;     // the problems as the GPU workers have them
+  std::optional<SanitizerGate> gate;
   // Workers get their set-up after the first compiles are submitted, so that
   // preparing the problems on the GPU overlaps compiling the first configs.
   auto start_workers = [&] {
     if (gpus.empty()) return;
 
-    SetupRequest setup;
     setup.seed = o.seed;
     setup.timing = o.timing;
     CompileRequest support;
@@ -451,23 +539,10 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     CompileResult sr = compiler.compile(support);
     if (!sr.ok) throw EngineError("compiling evotune's support kernels failed:\n" + sr.log);
     setup.cubins.push_back(sr.cubin);
-    std::map<std::string, int> ref_cubins;
-    for (size_t i = 0; i < all_problems.size(); ++i) {
-      auto defs = spec.reference_defines(all_problems[i], dev);
-      std::string key = defines_key(defs);
-      if (!ref_cubins.count(key)) {
-        CompileRequest rr = base_request(spec, arch_for(dev.cc, spec.arch_specific));
-        rr.source_name = spec.reference.source_name;
-        rr.source = spec.reference.source_text;
-        rr.entry = spec.reference.entry;
-        rr.defines = defs;
-        CompileResult cr = compiler.compile(rr);
-        if (!cr.ok) throw SpecError("the reference of kernel " + spec.name + " does not compile:\n" + cr.log);
-        ref_cubins[key] = static_cast<int>(setup.cubins.size());
-        setup.cubins.push_back(cr.cubin);
-      }
-      setup.problems.push_back(planner.problem_setup(all_problems[i], timed[i], ref_cubins[key]));
-    }
+    ReferenceCubins refs = compile_references(spec, all_problems, dev, compiler);
+    setup.cubins.insert(setup.cubins.end(), refs.cubins.begin(), refs.cubins.end());
+    for (size_t i = 0; i < all_problems.size(); ++i)
+      setup.problems.push_back(planner.problem_setup(all_problems[i], timed[i], 1 + refs.of_problem[i]));
     if (!o.quiet)
       out << "preparing " << all_problems.size() << " problem(s) on " << gpus.size()
           << " GPU(s) (inputs, references)..." << std::endl;
@@ -528,6 +603,13 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
         << all_problems.size() - problems.size() << " check shape(s), " << o.strategy << " seed " << o.seed
         << ", budget " << budget << (resumed ? strfmt(" (%d done)", spent) : "") << ", " << threads
         << " compile thread(s), db " << o.db_path << std::endl;
+    if (!gpus.empty())
+      out << "sanitizer gate: "
+          << (sanitize.mode == "none"
+                  ? (sanitize.note.empty() ? "off (--sanitize none)" : sanitize.note)
+                  : join(spec.gates.sanitize, "+") + " on " +
+                        (sanitize.mode == "all" ? "every correct trial" : "the elites") + " (" + sanitize.path + ")")
+          << std::endl;
   }
 
   // ---- the pipeline
@@ -674,14 +756,25 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
       return;
     }
     WorkerClient* client = workers[static_cast<size_t>(w)].get();
-    e.gpu_task = std::async(std::launch::async, [client, done, &wake, req = make_request(e), limit = time_limit()] {
-      try {
-        done->set_value(client->evaluate(req, limit));
-      } catch (...) {
-        done->set_exception(std::current_exception());
-      }
-      wake.notify();
-    });
+    const SanitizerGate* every = sanitize.mode == "all" && gate ? &*gate : nullptr;
+    e.gpu_task =
+        std::async(std::launch::async, [client, done, &wake, every, req = make_request(e), limit = time_limit()] {
+          try {
+            EvalReply r = client->evaluate(req, limit);
+            if (every && r.status == TrialStatus::ok) {
+              auto t0 = Clock::now();
+              if (auto f = every->check(req, client->device(), sanitizer_limit(limit))) {
+                r.status = f->status;
+                r.error = f->report;
+              }
+              r.verify_ms += 1000 * seconds_since(t0);
+            }
+            done->set_value(r);
+          } catch (...) {
+            done->set_exception(std::current_exception());
+          }
+          wake.notify();
+        });
   };
   auto finish_gpu = [&](Entry& e) {
     EvalReply rep = e.gpu.get();
@@ -710,6 +803,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     t.error = rep.error;
     t.verify_ms = rep.verify_ms;
     t.bench_ms = rep.bench_ms;
+    if (t.ok() && sanitize.mode == "all" && gate) t.sanitized = join(gate->tools(), ",");
     // A timeout or a dead worker reports no times: charge the wall time.
     if (t.verify_ms + t.bench_ms <= 0) t.verify_ms = elapsed * 1000;
     // Keep the run's own problems; check shapes are a gate, not a result.
@@ -852,6 +946,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   try {
     start_workers();
     worker_busy.assign(replay ? std::max<size_t>(o.gpus.size(), 1) : workers.size(), false);
+    if (sanitize.mode != "none")
+      gate.emplace(sanitize.path, exe, setup, sanitizer_problems(timed), spec.gates.sanitize);
   } catch (...) {
     // The problems could not be prepared on the GPU: nothing was measured.
     stop.store(true);
@@ -907,16 +1003,70 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   entries.clear();
   stop.store(false);
 
+  // An elite on its way to the GPU again: compiled (from the cache), gated,
+  // planned. e.trial is set when it no longer passes the gates.
+  auto stage = [&](const Config& c) {
+    Entry e;
+    e.config = c;
+    e.cc = compile_candidate(c);
+    prepare(e);
+    return e;
+  };
+
+  // ---- the elites under compute-sanitizer: a finding drops one, the next moves up
+  if (!interrupted && gate && sanitize.mode == "elites") {
+    const auto t0 = Clock::now();
+    int checked = 0, rejected = 0;
+    std::set<int64_t> seen;
+    try {
+      for (;;) {
+        const std::vector<Trial>& el = population.elites();
+        auto next = std::find_if(el.begin(), el.end(),
+                                 [&](const Trial& t) { return t.sanitized.empty() && !seen.count(t.id); });
+        if (next == el.end()) break;
+        const Trial t = *next;
+        seen.insert(t.id);
+        Entry e = stage(t.config);
+        if (e.trial) continue;
+        auto limit = sanitizer_limit(time_limit());
+        auto t1 = Clock::now();
+        std::optional<SanitizerFinding> f = gate->check(make_request(e), gpus.front().ordinal, limit);
+        gpu_busy_s += seconds_since(t1);
+        ++checked;
+        if (!f) {
+          store.record_sanitized(t.id, join(gate->tools(), ","));
+          continue;
+        }
+        ++rejected;
+        population.remove(t.config);
+        store.record_sanitizer_finding(run.id, t.id, f->status, f->report, population.elite_ids());
+        --counts[static_cast<size_t>(TrialStatus::ok)];
+        ++counts[static_cast<size_t>(f->status)];
+        if (default_trial && default_trial->id == t.id) default_trial->status = f->status;
+        if (!o.quiet)
+          out << strfmt("sanitizer: trial %d is %s: %s", t.seq, to_string(f->status).c_str(),
+                        first_lines(f->report, 1).substr(0, 160).c_str())
+              << std::endl;
+      }
+    } catch (const EngineError& err) {
+      if (sanitize.asked) throw;
+      out << "sanitizer gate failed, the remaining elites are not sanitized (--sanitize none skips it): "
+          << first_lines(err.what(), 3) << std::endl;
+    }
+    if (!o.quiet)
+      out << strfmt("sanitizer gate (%s): %d elite(s) checked, %d rejected, %.1f s", join(gate->tools(), "+").c_str(),
+                    checked, rejected, seconds_since(t0))
+          << std::endl;
+  }
+
   // ---- the final elites, re-timed interleaved so noise does not crown a winner
   if (!interrupted && !workers.empty() && o.retime_rounds > 0 && population.elites().size() >= 2) {
     std::vector<Trial> el = population.elites();
-    std::vector<Entry> staged(el.size());
+    std::vector<Entry> staged;
     bool ok = true;
     for (size_t i = 0; i < el.size() && ok; ++i) {
-      staged[i].config = el[i].config;
-      staged[i].cc = compile_candidate(el[i].config);
-      prepare(staged[i]);
-      ok = !staged[i].trial;  // must pass the gates again
+      staged.push_back(stage(el[i].config));
+      ok = !staged.back().trial;  // must pass the gates again
     }
     if (ok) {
       if (!o.quiet)

@@ -53,6 +53,11 @@ struct TuneOptions {
   int window = 0;          // configs in flight; 0: auto
   std::string command_line;
   bool quiet = false;  // no per-trial lines
+  // compute-sanitizer gate: "none", "elites" (each elite once, before the
+  // final re-timing; a finding drops it and the next one moves up) or "all"
+  // (every trial that passes verification). Empty: "elites" where
+  // compute-sanitizer is installed, off (and said so) where it is not.
+  std::string sanitize;
 };
 
 struct TuneResult {

@@ -826,7 +826,13 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   }
 
   if (const toml::table* g = r.table(root, "gates", false, "top level")) {
-    r.only_keys(*g, "[gates]", {"max_registers", "max_smem", "max_spill_bytes", "max_stack"});
+    r.only_keys(*g, "[gates]", {"max_registers", "max_smem", "max_spill_bytes", "max_stack", "sanitize"});
+    if (g->contains("sanitize")) {
+      s.gates.sanitize = r.strings(*g, "sanitize", "[gates]");
+      for (const auto& tool : s.gates.sanitize)
+        if (std::find(sanitizer_tools().begin(), sanitizer_tools().end(), tool) == sanitizer_tools().end())
+          r.fail("[gates]", "sanitize: unknown tool '" + tool + "' (known: " + join(sanitizer_tools(), ", ") + ")");
+    }
     s.gates.max_registers = r.expr(*g, "max_registers", "[gates]", false);
     s.gates.max_smem = r.expr(*g, "max_smem", "[gates]", false);
     s.gates.max_spill_bytes = r.expr(*g, "max_spill_bytes", "[gates]", false);
@@ -884,6 +890,11 @@ KernelSpec load_spec_file(const std::string& path) {
   for (auto& inc : s.include_dirs) inc = (dir / inc).lexically_normal().string();
   s.include_dirs.insert(s.include_dirs.begin(), dir.string());
   return s;
+}
+
+const std::vector<std::string>& sanitizer_tools() {
+  static const std::vector<std::string> tools = {"memcheck", "racecheck", "synccheck"};
+  return tools;
 }
 
 }  // namespace evotune

@@ -84,7 +84,13 @@ struct ToleranceSpec {
 
 struct GateSpec {
   Expr max_registers, max_smem, max_spill_bytes, max_stack;
+  // compute-sanitizer tools the winners must pass (those that work on the
+  // kernel: racecheck does not model every asynchronous copy).
+  std::vector<std::string> sanitize = {"memcheck"};
 };
+
+// The compute-sanitizer tools a spec may name in [gates] sanitize.
+const std::vector<std::string>& sanitizer_tools();
 
 // Evaluated geometry of one launch.
 struct LaunchDims {

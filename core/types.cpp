@@ -223,7 +223,8 @@ void to_json(nlohmann::json& j, const Trial& t) {
        {"fitness", t.fitness},
        {"final_us", t.final_us},
        {"device", t.device},
-       {"created_at", t.created_at}};
+       {"created_at", t.created_at},
+       {"sanitized", t.sanitized}};
 }
 void from_json(const nlohmann::json& j, Trial& t) {
   t.id = j.value("id", int64_t{0});
@@ -242,6 +243,7 @@ void from_json(const nlohmann::json& j, Trial& t) {
   t.final_us = j.value("final_us", 0.0);
   t.device = j.value("device", -1);
   t.created_at = j.value("created_at", std::string());
+  t.sanitized = j.value("sanitized", std::string());
 }
 
 }  // namespace evotune

@@ -96,6 +96,7 @@ struct Trial {
   double final_us = 0;  // the same after the final interleaved re-timing; 0 if not re-timed
   int device = -1;      // GPU ordinal that measured it, -1 if none
   std::string created_at;
+  std::string sanitized;  // compute-sanitizer tools it passed ("memcheck,racecheck"), empty if none ran
 
   bool ok() const { return status == TrialStatus::ok; }
 };

@@ -86,6 +86,23 @@ void ChildProcess::kill() {
   to_fd_ = from_fd_ = -1;
 }
 
+int ChildProcess::wait_exit(int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  if (to_fd_ >= 0) ::close(to_fd_);
+  to_fd_ = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int status = 0;
+  pid_t r = 0;
+  while ((r = ::waitpid(pid_, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) ::usleep(5000);
+  if (r != pid_) {
+    kill();
+    return -1;
+  }
+  pid_ = -1;
+  kill();  // closes the reply pipe
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 std::string ChildProcess::describe_exit() {
   if (pid_ <= 0) return "the process is not running";
   int status = 0;

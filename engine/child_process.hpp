@@ -33,6 +33,10 @@ class ChildProcess {
   ReadStatus request(const Message& req, Message& reply, int timeout_ms);
   // Kills the child (SIGKILL) and reaps it.
   void kill();
+  // Closes the child's request pipe (a worker exits on end of input) and
+  // waits up to timeout_ms for it to exit: its exit code, or -1 when it was
+  // killed at the timeout or by a signal.
+  int wait_exit(int timeout_ms);
   // After an eof: how the child ended ("killed by signal 11 (...)").
   std::string describe_exit();
 

@@ -60,7 +60,7 @@ bool has_fp16_header(const std::string& dir) {
 }  // namespace
 
 std::string CompileRequest::key() const {
-  std::string blob = "v1\n" + nvrtc_version() + "\n" + arch + "\n" + entry + "\n" + source_name + "\n";
+  std::string blob = "v2\n" + nvrtc_version() + "\n" + arch + "\n" + entry + "\n" + source_name + "\n";
   for (const auto& [k, v] : defines) blob += "-D" + k + "=" + v + "\n";
   for (const auto& o : options) blob += o + "\n";
   for (const auto& d : include_dirs) blob += "-I" + d + "\n";
@@ -173,7 +173,10 @@ CompileResult compile(const CompileRequest& req) {
       if (parse_ptxas_resources(res.log, req.entry, res.res)) {
         res.ok = true;
       } else {
-        res.log += "\nentry point '" + req.entry + "' not found in the compiled code (is it extern \"C\" __global__?)";
+        // First, so that the one-line summary of the failure names it.
+        res.log = "error: entry point '" + req.entry +
+                  "' not found in the compiled code (is it extern \"C\" __global__ and spelled as in the spec?)\n" +
+                  res.log;
       }
     }
   } else if (r != NVRTC_ERROR_COMPILATION) {

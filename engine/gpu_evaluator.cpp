@@ -107,8 +107,8 @@ struct GpuSession::Launcher {
   std::vector<CUtensorMap> tmaps;  // 64-byte aligned by their type
   std::vector<void*> params;
 
-  Launcher(CUfunction function, const LaunchPlan& plan, const std::map<std::string, cuda::DeviceBuffer>& buffers,
-           const std::vector<cuda::DeviceBuffer>& scratch)
+  Launcher(CUfunction function, const LaunchPlan& plan, const std::map<std::string, GuardedBuffer>& buffers,
+           const std::vector<GuardedBuffer>& scratch)
       : fn(function), dims(plan.dims), storage(plan.args.size(), 0) {
     size_t n_tmaps = 0;
     for (const ArgPlan& a : plan.args) n_tmaps += a.kind == ArgPlan::Kind::tmap;
@@ -121,12 +121,12 @@ struct GpuSession::Launcher {
         case ArgPlan::Kind::buffer: {
           auto it = buffers.find(a.buffer);
           if (it == buffers.end()) throw EngineError("launch plan names unknown buffer " + a.buffer);
-          void* p = it->second.get();
+          void* p = it->second.data();
           std::memcpy(slot, &p, sizeof p);
           break;
         }
         case ArgPlan::Kind::scratch: {
-          void* p = scratch.at(static_cast<size_t>(a.scratch)).get();
+          void* p = scratch.at(static_cast<size_t>(a.scratch)).data();
           std::memcpy(slot, &p, sizeof p);
           break;
         }
@@ -134,7 +134,7 @@ struct GpuSession::Launcher {
           auto it = buffers.find(a.tmap.buffer);
           if (it == buffers.end()) throw EngineError("tensor map over unknown buffer " + a.tmap.buffer);
           CUtensorMap& m = tmaps[next_tmap++];
-          encode_tmap(m, a.tmap, it->second.get());
+          encode_tmap(m, a.tmap, it->second.data());
           slot = &m;
           break;
         }
@@ -180,6 +180,39 @@ struct GpuSession::Launcher {
   }
 };
 
+namespace {
+
+// A candidate's failure inside an evaluation: thrown by the steps, turned
+// into the reply's status once, in evaluate().
+struct Fault {
+  TrialStatus status;
+  std::string message;
+  bool restart = false;
+};
+
+// Guard bytes on each side of a buffer: as large as the buffer, so that a
+// tile-sized overrun of a small or large tensor lands in it, within bounds
+// that keep the checks cheap.
+size_t guard_bytes(size_t bytes) {
+  constexpr size_t kMin = size_t{1} << 20, kMax = size_t{64} << 20;
+  return (std::clamp(bytes, kMin, kMax) + 255) / 256 * 256;
+}
+
+}  // namespace
+
+// One candidate, loaded: its modules and per problem its scratch buffers and
+// launcher, with the number of launches made so far.
+struct GpuSession::Candidate {
+  std::vector<cuda::Module> modules;
+  struct PerProblem {
+    std::vector<GuardedBuffer> scratch;
+    std::vector<std::string> scratch_names;
+    std::unique_ptr<Launcher> launcher;
+    long long launches = 0;
+  };
+  std::vector<PerProblem> problems;
+};
+
 void prewarm_context(int device) {
   cuda::driver();  // NoDeviceError here, before anything else
   cuda::check(cudaSetDevice(device), "cudaSetDevice");
@@ -192,12 +225,15 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
   cudaDeviceProp prop{};
   cuda::check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
   smem_optin_ = static_cast<long long>(prop.sharedMemPerBlockOptin);
+  num_sms_ = prop.multiProcessorCount;
   if (req.cubins.empty()) throw EngineError("setup carries no support kernels");
   support_ = cuda::Module(req.cubins[0]);
   fill_fn_ = support_.function("evotune_fill");
   poison_fn_ = support_.function("evotune_poison");
   compare_fn_ = support_.function("evotune_compare");
   checksum_fn_ = support_.function("evotune_checksum");
+  guard_fill_fn_ = support_.function("evotune_guard_fill");
+  guard_check_fn_ = support_.function("evotune_guard_check");
   stats_ = cuda::DeviceBuffer(64);
   size_t flush_bytes = static_cast<size_t>(std::max(1.0, req.timing.flush_bytes_factor) * prop.l2CacheSize);
   if (req.timing.flush_l2) flush_ = cuda::DeviceBuffer(std::max<size_t>(flush_bytes, 1 << 20));
@@ -210,12 +246,12 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
     ProblemState st;
     st.setup = ps;
     for (const BufferPlan& b : ps.buffers) {
-      cuda::DeviceBuffer buf(static_cast<size_t>(b.count) * elem_size(b.elem));
+      const uint64_t seed = req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + b.salt;
+      GuardedBuffer buf = allocate(static_cast<size_t>(b.count) * elem_size(b.elem), seed);
       if (b.role == ArgRole::in)
-        fill(buf, b.elem, b.count, b.init, b.scale,
-             req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + b.salt);
+        fill(buf.data(), b.elem, b.count, b.init, b.scale, seed);
       else
-        poison(buf, b.elem, b.count);
+        poison(buf.data(), b.elem, b.count);
       st.buffers.emplace(b.name, std::move(buf));
     }
     // The reference, once per problem.
@@ -231,10 +267,14 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
       cuda::check(cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                   static_cast<int>(ref.dims.smem)),
                   "reference: raising the dynamic shared memory limit");
-    std::vector<cuda::DeviceBuffer> no_scratch;
+    std::vector<GuardedBuffer> no_scratch;
     Launcher l(fn, ref, st.buffers, no_scratch);
     cuda::check(l.launch(stream_->get()), ("launching the reference on " + ps.label).c_str());
     sync(("the reference kernel on " + ps.label).c_str());
+    for (const auto& [name, buf] : st.buffers) {
+      std::string damage = guard_damage(buf, name);
+      if (!damage.empty()) throw EngineError("the reference kernel on " + ps.label + " " + damage);
+    }
     for (const BufferPlan& b : ps.buffers)
       if (b.role == ArgRole::in || ends_with(b.name, ".ref")) st.checksums[b.name] = checksum(st.buffers.at(b.name));
     problems_.push_back(std::move(st));
@@ -248,38 +288,84 @@ void GpuSession::sync(const char* what) {
   cuda::check(cudaStreamSynchronize(stream_->get()), what);
 }
 
-void GpuSession::fill(const cuda::DeviceBuffer& buf, ElemType elem, int64_t count, InitKind init, double scale,
-                      uint64_t seed) {
+GuardedBuffer GpuSession::allocate(size_t bytes, uint64_t salt) {
+  GuardedBuffer b;
+  b.bytes = bytes;
+  b.guard = setup_.guard_buffers ? guard_bytes(bytes) : 0;
+  b.salt = salt;
+  b.mem = cuda::DeviceBuffer(b.guard + bytes + b.guard);
+  if (b.guard == 0) return b;
+  for (void* side : {b.mem.get(), static_cast<void*>(static_cast<char*>(b.data()) + bytes)}) {
+    void* p = side;
+    long long n = static_cast<long long>(b.guard);
+    unsigned long long sd = salt + (side == b.mem.get() ? 0 : 1);
+    void* args[] = {&p, &n, &sd};
+    cuda::check(cuda::driver().launchKernel(guard_fill_fn_, grid_for(n, num_sms_), 1, 1, 256, 1, 1, 0, stream_->get(),
+                                            args, nullptr),
+                "evotune_guard_fill");
+  }
+  return b;
+}
+
+std::string GpuSession::guard_damage(const GuardedBuffer& buf, const std::string& name) {
+  if (buf.guard == 0) return {};
+  std::vector<std::string> why;
+  for (int side = 0; side < 2; ++side) {
+    const unsigned long long init[3] = {0, ~0ULL, 0};
+    cuda::check(cudaMemcpyAsync(stats_.get(), init, sizeof init, cudaMemcpyHostToDevice, stream_->get()),
+                "cudaMemcpyAsync");
+    const void* p = side == 0 ? buf.mem.get() : static_cast<const void*>(static_cast<char*>(buf.data()) + buf.bytes);
+    long long n = static_cast<long long>(buf.guard);
+    unsigned long long sd = buf.salt + static_cast<unsigned long long>(side);
+    void* out = stats_.get();
+    void* args[] = {&p, &n, &sd, &out};
+    cuda::check(cuda::driver().launchKernel(guard_check_fn_, grid_for(n, num_sms_), 1, 1, 256, 1, 1, 0, stream_->get(),
+                                            args, nullptr),
+                "evotune_guard_check");
+    unsigned long long res[3] = {};
+    cuda::check(cudaMemcpyAsync(res, stats_.get(), sizeof res, cudaMemcpyDeviceToHost, stream_->get()),
+                "cudaMemcpyAsync");
+    sync("checking the guard regions");
+    if (res[0] == 0) continue;
+    if (side == 0)
+      why.push_back(strfmt("wrote %llu byte(s) before the start of buffer '%s' (as far as %llu bytes before it)",
+                           res[0], name.c_str(), static_cast<unsigned long long>(buf.guard) - res[1]));
+    else
+      why.push_back(strfmt("wrote %llu byte(s) past the end of buffer '%s' (%zu bytes; as far as %llu bytes past it)",
+                           res[0], name.c_str(), buf.bytes, res[2]));
+  }
+  return join(why, "; ");
+}
+
+void GpuSession::fill(void* p, ElemType elem, int64_t count, InitKind init, double scale, uint64_t seed) {
   if (count == 0) return;
-  void* p = buf.get();
   long long n = count;
   int e = elem_code(elem), k = static_cast<int>(init);
   float sc = static_cast<float>(scale);
   unsigned long long sd = seed;
   void* args[] = {&p, &n, &e, &k, &sc, &sd};
-  cuda::check(
-      cuda::driver().launchKernel(fill_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args, nullptr),
-      "evotune_fill");
+  cuda::check(cuda::driver().launchKernel(fill_fn_, grid_for(count, num_sms_), 1, 1, 256, 1, 1, 0, stream_->get(), args,
+                                          nullptr),
+              "evotune_fill");
 }
 
-void GpuSession::poison(const cuda::DeviceBuffer& buf, ElemType elem, int64_t count) {
+void GpuSession::poison(void* p, ElemType elem, int64_t count) {
   if (count == 0) return;
-  void* p = buf.get();
   long long n = count;
   int e = elem_code(elem);
   void* args[] = {&p, &n, &e};
-  cuda::check(
-      cuda::driver().launchKernel(poison_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args, nullptr),
-      "evotune_poison");
+  cuda::check(cuda::driver().launchKernel(poison_fn_, grid_for(count, num_sms_), 1, 1, 256, 1, 1, 0, stream_->get(),
+                                          args, nullptr),
+              "evotune_poison");
 }
 
-unsigned long long GpuSession::checksum(const cuda::DeviceBuffer& buf) {
+unsigned long long GpuSession::checksum(const GuardedBuffer& buf) {
   cuda::check(cudaMemsetAsync(stats_.get(), 0, 8, stream_->get()), "cudaMemsetAsync");
-  const void* p = buf.get();
-  long long bytes = static_cast<long long>(buf.bytes());
+  const void* p = buf.data();
+  long long bytes = static_cast<long long>(buf.bytes);
   void* out = stats_.get();
   void* args[] = {&p, &bytes, &out};
-  cuda::check(cuda::driver().launchKernel(checksum_fn_, grid_for(bytes / 4 + 1, 132), 1, 1, 256, 1, 1, 0,
+  cuda::check(cuda::driver().launchKernel(checksum_fn_, grid_for(bytes / 4 + 1, num_sms_), 1, 1, 256, 1, 1, 0,
                                           stream_->get(), args, nullptr),
               "evotune_checksum");
   unsigned long long h = 0;
@@ -288,22 +374,22 @@ unsigned long long GpuSession::checksum(const cuda::DeviceBuffer& buf) {
   return h;
 }
 
-ErrorStats GpuSession::compare(const cuda::DeviceBuffer& out, ElemType elem, const cuda::DeviceBuffer& ref,
-                               int64_t count, const Tolerances& tol) {
+ErrorStats GpuSession::compare(const GuardedBuffer& out, ElemType elem, const GuardedBuffer& ref, int64_t count,
+                               const Tolerances& tol) {
   ErrorStats s;
   if (count == 0) return s;
   cuda::check(cudaMemsetAsync(stats_.get(), 0, 64, stream_->get()), "cudaMemsetAsync");
-  const void* o = out.get();
+  const void* o = out.data();
   int e = elem_code(elem);
-  const void* r = ref.get();
+  const void* r = ref.data();
   long long n = count;
   float atol = static_cast<float>(tol.atol), rtol = static_cast<float>(tol.rtol);
   void* acc = stats_.get();
   void* counts = static_cast<char*>(stats_.get()) + 32;
   void* args[] = {&o, &e, &r, &n, &atol, &rtol, &acc, &counts};
-  cuda::check(
-      cuda::driver().launchKernel(compare_fn_, grid_for(count, 132), 1, 1, 256, 1, 1, 0, stream_->get(), args, nullptr),
-      "evotune_compare");
+  cuda::check(cuda::driver().launchKernel(compare_fn_, grid_for(count, num_sms_), 1, 1, 256, 1, 1, 0, stream_->get(),
+                                          args, nullptr),
+              "evotune_compare");
   double acc_h[4] = {};
   unsigned long long cnt[3] = {};
   cuda::check(cudaMemcpyAsync(acc_h, stats_.get(), 32, cudaMemcpyDeviceToHost, stream_->get()), "cudaMemcpyAsync");
@@ -338,219 +424,239 @@ std::string verdict(const ErrorStats& e, const Tolerances& tol, int64_t count) {
 
 EvalReply GpuSession::evaluate(const EvalRequest& req) {
   EvalReply reply;
-  auto t_verify = Clock::now();
-  if (req.launches.size() != problems_.size()) {
-    reply.status = TrialStatus::launch_error;
-    reply.error = "evaluation request does not match the set-up problems";
-    return reply;
-  }
-  // A candidate fails the first gate it meets; the reply says which.
-  auto fail = [&](TrialStatus s, const std::string& msg, bool restart) {
-    reply.status = s;
-    reply.error = msg;
-    reply.worker_must_restart = restart;
-    reply.verify_ms = ms_since(t_verify);
-    return reply;
-  };
-
-  std::vector<cuda::Module> modules;
+  auto t0 = Clock::now();
+  double later_verify_ms = 0;
   try {
-    for (const auto& c : req.cubins) modules.emplace_back(c);
-  } catch (const EngineError& e) {
-    return fail(TrialStatus::launch_error, std::string("loading the cubin: ") + e.what(), false);
+    if (req.launches.size() != problems_.size())
+      throw Fault{TrialStatus::launch_error, "evaluation request does not match the set-up problems"};
+    Candidate cand = load(req);
+    reply.per_problem.resize(problems_.size());
+    for (size_t pi = 0; pi < problems_.size(); ++pi) {
+      reply.per_problem[pi].problem = static_cast<int>(pi);
+      reply.per_problem[pi].err = verify_launch(pi, cand, false);
+    }
+    reply.verify_ms = ms_since(t0);
+    const auto t_bench = Clock::now();
+    for (size_t pi = 0; pi < problems_.size(); ++pi) {
+      if (problems_[pi].setup.timed) time_problem(pi, cand, req, reply.per_problem[pi]);
+      const auto t_later = Clock::now();
+      verify_launch(pi, cand, true);
+      later_verify_ms += ms_since(t_later);
+    }
+    reply.bench_ms = ms_since(t_bench) - later_verify_ms;
+    reply.verify_ms += later_verify_ms;
+    if (std::any_of(problems_.begin(), problems_.end(), [](const ProblemState& p) { return p.setup.timed; }))
+      last_timed_ = Clock::now();
+  } catch (const Fault& f) {
+    reply.status = f.status;
+    reply.error = f.message;
+    reply.worker_must_restart = f.restart;
+    if (reply.verify_ms <= 0) reply.verify_ms = ms_since(t0);
   }
+  return reply;
+}
 
-  struct Prepared {
-    std::vector<cuda::DeviceBuffer> scratch;
-    std::unique_ptr<Launcher> launcher;
-  };
-  std::vector<Prepared> prepared(problems_.size());
-  reply.per_problem.resize(problems_.size());
-
-  // ---- verify every problem
+GpuSession::Candidate GpuSession::load(const EvalRequest& req) {
+  Candidate cand;
+  try {
+    for (const auto& c : req.cubins) cand.modules.emplace_back(c);
+  } catch (const EngineError& e) {
+    throw Fault{TrialStatus::launch_error, std::string("loading the cubin: ") + e.what()};
+  }
+  cand.problems.resize(problems_.size());
   for (size_t pi = 0; pi < problems_.size(); ++pi) {
     ProblemState& st = problems_[pi];
     const LaunchPlan& lp = req.launches[pi];
-    reply.per_problem[pi].problem = static_cast<int>(pi);
     std::string geo = geometry_problem(lp.dims);
-    if (!geo.empty()) return fail(TrialStatus::launch_error, st.setup.label + ": " + geo, false);
-    if (lp.cubin < 0 || static_cast<size_t>(lp.cubin) >= modules.size())
-      return fail(TrialStatus::launch_error, "launch plan names a missing cubin", false);
+    if (!geo.empty()) throw Fault{TrialStatus::launch_error, st.setup.label + ": " + geo};
+    if (lp.cubin < 0 || static_cast<size_t>(lp.cubin) >= cand.modules.size())
+      throw Fault{TrialStatus::launch_error, "launch plan names a missing cubin"};
     CUfunction fn = nullptr;
     try {
-      fn = modules[static_cast<size_t>(lp.cubin)].function(lp.entry);
+      fn = cand.modules[static_cast<size_t>(lp.cubin)].function(lp.entry);
     } catch (const EngineError& e) {
-      return fail(TrialStatus::launch_error, e.what(), false);
+      throw Fault{TrialStatus::launch_error, e.what()};
     }
     if (lp.dims.smem > 0) {  // opt in always: static shared memory lowers the default 48 KiB
       CUresult r = cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                    static_cast<int>(lp.dims.smem));
       if (r != CUDA_SUCCESS)
-        return fail(TrialStatus::launch_error,
+        throw Fault{TrialStatus::launch_error,
                     strfmt("%lld bytes of dynamic shared memory refused (device allows %lld per block): ",
                            static_cast<long long>(lp.dims.smem), smem_optin_) +
-                        cuda::error_text(r),
-                    false);
+                        cuda::error_text(r)};
     }
-    Prepared& pr = prepared[pi];
+    Candidate::PerProblem& pp = cand.problems[pi];
     try {
+      uint64_t salt = 0x5C7A7C400000ULL + pi * 64;
       for (const ScratchPlan& sp : lp.scratch) {
-        pr.scratch.emplace_back(static_cast<size_t>(std::max<int64_t>(sp.count, 1)) * elem_size(sp.elem));
-        fill(pr.scratch.back(), sp.elem, std::max<int64_t>(sp.count, 1), sp.init, 1.0, 12345);
+        const int64_t count = std::max<int64_t>(sp.count, 1);
+        pp.scratch.push_back(allocate(static_cast<size_t>(count) * elem_size(sp.elem), ++salt));
+        pp.scratch_names.push_back(sp.name.empty() ? "scratch" : sp.name);
+        fill(pp.scratch.back().data(), sp.elem, count, sp.init, 1.0, 12345);
       }
-      for (const auto& name : st.setup.outputs) {
-        const BufferPlan* b = nullptr;
-        for (const auto& x : st.setup.buffers)
-          if (x.name == name) b = &x;
-        poison(st.buffers.at(name), b->elem, b->count);
-      }
-      pr.launcher = std::make_unique<Launcher>(fn, lp, st.buffers, pr.scratch);
+      pp.launcher = std::make_unique<Launcher>(fn, lp, st.buffers, pp.scratch);
     } catch (const EngineError& e) {
-      return fail(TrialStatus::launch_error, st.setup.label + ": " + e.what(), false);
+      throw Fault{TrialStatus::launch_error, st.setup.label + ": " + e.what()};
     }
-    CUresult r = pr.launcher->launch(stream_->get());
+  }
+  return cand;
+}
+
+// Poisons the outputs, launches once, and checks everything a candidate can
+// break: the guards around its buffers, its outputs against the reference,
+// its inputs untouched. After the timed launches, a mismatch means the kernel
+// depends on state earlier launches left behind.
+ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timing) {
+  ProblemState& st = problems_[pi];
+  Candidate::PerProblem& pp = cand.problems[pi];
+  const std::string& label = st.setup.label;
+  auto plan_of = [&](const std::string& name) -> const BufferPlan& {
+    for (const auto& b : st.setup.buffers)
+      if (b.name == name) return b;
+    throw EngineError("set-up has no buffer " + name);
+  };
+  ErrorStats total;
+  int64_t total_count = 0;
+  double weighted_mean = 0;
+  try {
+    for (const auto& name : st.setup.outputs)
+      poison(st.buffers.at(name).data(), plan_of(name).elem, plan_of(name).count);
+    CUresult r = pp.launcher->launch(stream_->get());
+    ++pp.launches;
     if (r != CUDA_SUCCESS) {
       bool sticky = cuda::is_sticky(static_cast<cudaError_t>(r));
-      return fail(sticky ? TrialStatus::crashed : TrialStatus::launch_error,
-                  st.setup.label + ": launch failed: " + cuda::error_text(r), sticky);
+      throw Fault{sticky ? TrialStatus::crashed : TrialStatus::launch_error,
+                  label + ": launch failed: " + cuda::error_text(r), sticky};
     }
     cudaError_t e = cudaStreamSynchronize(stream_->get());
-    if (e != cudaSuccess)
-      return fail(TrialStatus::crashed, st.setup.label + ": kernel failed: " + cuda::error_text(e), true);
-
-    ErrorStats total;
-    int64_t total_count = 0;
-    double weighted_mean = 0;
-    try {
-      for (const auto& name : st.setup.outputs) {
-        const BufferPlan* b = nullptr;
-        for (const auto& x : st.setup.buffers)
-          if (x.name == name) b = &x;
-        ErrorStats es = compare(st.buffers.at(name), b->elem, st.buffers.at(name + ".ref"), b->count, st.setup.tol);
-        total.max_abs = std::max(total.max_abs, es.max_abs);
-        weighted_mean += es.mean_abs * static_cast<double>(b->count);
-        total.bad_frac += es.bad_frac * static_cast<double>(b->count);
-        total.rel_l2 = std::max(total.rel_l2, es.rel_l2);
-        total.nan_count += es.nan_count;
-        total.unwritten += es.unwritten;
-        total_count += b->count;
-      }
-      // A kernel that wrote outside its outputs may have corrupted inputs or
-      // references that later candidates rely on: replace the process.
-      for (const auto& [name, sum] : st.checksums) {
-        if (checksum(st.buffers.at(name)) != sum)
-          return fail(TrialStatus::crashed,
-                      st.setup.label + ": the kernel wrote into buffer '" + name + "' (not one of its outputs)", true);
-      }
-    } catch (const EngineError& err) {
-      return fail(TrialStatus::crashed, st.setup.label + ": " + err.what(), true);
+    if (e != cudaSuccess) throw Fault{TrialStatus::crashed, label + ": kernel failed: " + cuda::error_text(e), true};
+    // A write past a buffer may have reached memory later candidates rely
+    // on: the worker is replaced.
+    std::vector<std::string> damage;
+    for (const auto& [name, buf] : st.buffers) damage.push_back(guard_damage(buf, name));
+    for (size_t i = 0; i < pp.scratch.size(); ++i) damage.push_back(guard_damage(pp.scratch[i], pp.scratch_names[i]));
+    damage.erase(std::remove(damage.begin(), damage.end(), std::string()), damage.end());
+    if (!damage.empty()) throw Fault{TrialStatus::crashed, label + ": the kernel " + join(damage, "; "), true};
+    for (const auto& name : st.setup.outputs) {
+      const BufferPlan& b = plan_of(name);
+      ErrorStats es = compare(st.buffers.at(name), b.elem, st.buffers.at(name + ".ref"), b.count, st.setup.tol);
+      total.max_abs = std::max(total.max_abs, es.max_abs);
+      weighted_mean += es.mean_abs * static_cast<double>(b.count);
+      total.bad_frac += es.bad_frac * static_cast<double>(b.count);
+      total.rel_l2 = std::max(total.rel_l2, es.rel_l2);
+      total.nan_count += es.nan_count;
+      total.unwritten += es.unwritten;
+      total_count += b.count;
     }
-    if (total_count > 0) {
-      total.mean_abs = weighted_mean / static_cast<double>(total_count);
-      total.bad_frac /= static_cast<double>(total_count);
-    }
-    reply.per_problem[pi].err = total;
-    std::string why = verdict(total, st.setup.tol, total_count);
-    if (!why.empty()) return fail(TrialStatus::incorrect, st.setup.label + ": " + why, false);
+    for (const auto& [name, sum] : st.checksums)
+      if (checksum(st.buffers.at(name)) != sum)
+        throw Fault{TrialStatus::crashed,
+                    label + ": the kernel wrote into buffer '" + name + "' (not one of its outputs)", true};
+  } catch (const EngineError& err) {
+    throw Fault{TrialStatus::crashed, label + ": " + err.what(), true};
   }
-  reply.verify_ms = ms_since(t_verify);
+  if (total_count > 0) {
+    total.mean_abs = weighted_mean / static_cast<double>(total_count);
+    total.bad_frac /= static_cast<double>(total_count);
+  }
+  std::string why = verdict(total, st.setup.tol, total_count);
+  if (!why.empty()) {
+    if (!after_timing) throw Fault{TrialStatus::incorrect, label + ": " + why};
+    throw Fault{TrialStatus::incorrect,
+                strfmt("%s: the first launch was right, launch %lld (after %lld more) was not: ", label.c_str(),
+                       pp.launches, pp.launches - 1) +
+                    why + " (does the kernel depend on state an earlier launch left in a buffer?)"};
+  }
+  return total;
+}
 
-  // ---- time the timed problems
-  auto t_bench = Clock::now();
+void GpuSession::time_problem(size_t pi, Candidate& cand, const EvalRequest& req, Measurement& m) {
+  const std::string& label = problems_[pi].setup.label;
+  Candidate::PerProblem& pp = cand.problems[pi];
+  Launcher& l = *pp.launcher;
+  const cudaStream_t s = stream_->get();
   const TimingOptions& to = setup_.timing;
-  const bool gpu_busy = last_timed_ && ms_since(*last_timed_) < to.busy_gap_ms;
   const SustainedTiming& sus = req.sustained;
+  const bool gpu_busy = last_timed_ && ms_since(*last_timed_) < to.busy_gap_ms;
   const double warmup_ms = gpu_busy ? std::min(to.warmup_busy_ms, to.warmup_ms) : to.warmup_ms;
   const int max_samples = std::max(to.min_samples, sus.on() && sus.max_samples > 0 ? sus.max_samples : to.max_samples);
   const double target_ms = sus.on() && sus.target_ms > 0 ? sus.target_ms : to.target_ms;
-  std::vector<cuda::Event> starts, stops;
-  for (int i = 0; i < max_samples; ++i) {
-    starts.emplace_back();
-    stops.emplace_back();
-  }
-  for (size_t pi = 0; pi < problems_.size(); ++pi) {
-    if (!problems_[pi].setup.timed) continue;
-    Launcher& l = *prepared[pi].launcher;
-    cudaStream_t s = stream_->get();
-    auto launch_checked = [&]() -> bool { return l.launch(s) == CUDA_SUCCESS; };
-    // Estimate one launch, then warm up by time.
-    cudaEventRecord(starts[0].get(), s);
-    if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
-    cudaEventRecord(stops[0].get(), s);
-    cudaError_t e = cudaEventSynchronize(stops[0].get());
+  auto launch = [&] {
+    ++pp.launches;
+    if (l.launch(s) != CUDA_SUCCESS) throw Fault{TrialStatus::crashed, label + ": relaunch failed", true};
+  };
+  auto synced = [&](cudaError_t e, const char* when) {
     if (e != cudaSuccess)
-      return fail(TrialStatus::crashed, problems_[pi].setup.label + ": kernel failed: " + cuda::error_text(e), true);
-    float est_ms = 0;
-    cudaEventElapsedTime(&est_ms, starts[0].get(), stops[0].get());
-    est_ms = std::max(est_ms, 0.001f);
-    unsigned char flush_value = 0;
-    const double sustain_ms = sus.on() ? sus.warmup_ms : to.sustain_ms;
-    if (sustain_ms > 0) {
-      // Sustained: the timed loop itself (flushes included), by wall time.
-      auto t_warm = Clock::now();
-      while (ms_since(t_warm) < sustain_ms) {
-        for (int k = 0; k < 32; ++k) {
-          if (to.flush_l2 && flush_.get()) cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
-          if (!launch_checked())
-            return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
-        }
-        e = cudaStreamSynchronize(s);
-        if (e != cudaSuccess)
-          return fail(TrialStatus::crashed,
-                      problems_[pi].setup.label + ": kernel failed while warming up: " + cuda::error_text(e), true);
+      throw Fault{TrialStatus::crashed, label + ": kernel failed" + when + ": " + cuda::error_text(e), true};
+  };
+  unsigned char flush_value = 0;
+  auto flush = [&] {
+    if (to.flush_l2 && flush_.get()) cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
+  };
+  std::vector<cuda::Event> starts(static_cast<size_t>(max_samples)), stops(static_cast<size_t>(max_samples));
+
+  // Estimate one launch, then warm up by time.
+  cudaEventRecord(starts[0].get(), s);
+  launch();
+  cudaEventRecord(stops[0].get(), s);
+  synced(cudaEventSynchronize(stops[0].get()), "");
+  float est_ms = 0;
+  cudaEventElapsedTime(&est_ms, starts[0].get(), stops[0].get());
+  est_ms = std::max(est_ms, 0.001f);
+  const double sustain_ms = sus.on() ? sus.warmup_ms : to.sustain_ms;
+  if (sustain_ms > 0) {
+    // Sustained: the timed loop itself (flushes included), by wall time.
+    auto t_warm = Clock::now();
+    while (ms_since(t_warm) < sustain_ms) {
+      for (int k = 0; k < 32; ++k) {
+        flush();
+        launch();
       }
-    } else {
-      int warm = static_cast<int>(std::clamp(warmup_ms / est_ms, 1.0, 2000.0));
-      for (int i = 0; i < warm; ++i)
-        if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
+      synced(cudaStreamSynchronize(s), " while warming up");
     }
-    int want = static_cast<int>(
-        std::clamp(target_ms / est_ms, static_cast<double>(to.min_samples), static_cast<double>(max_samples)));
-    std::vector<double> samples;
-    Measurement& m = reply.per_problem[pi];
-    while (static_cast<int>(samples.size()) < want) {
-      int batch = std::min(want - static_cast<int>(samples.size()), std::max(to.min_samples, 1));
-      size_t base = samples.size();
-      for (int k = 0; k < batch; ++k) {
-        if (to.flush_l2 && flush_.get()) cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
-        cudaEventRecord(starts[base + static_cast<size_t>(k)].get(), s);
-        if (!launch_checked()) return fail(TrialStatus::crashed, problems_[pi].setup.label + ": relaunch failed", true);
-        cudaEventRecord(stops[base + static_cast<size_t>(k)].get(), s);
-      }
-      e = cudaStreamSynchronize(s);
-      if (e != cudaSuccess)
-        return fail(TrialStatus::crashed,
-                    problems_[pi].setup.label + ": kernel failed while timing: " + cuda::error_text(e), true);
-      for (int k = 0; k < batch; ++k) {
-        float t = 0;
-        cudaEventElapsedTime(&t, starts[base + static_cast<size_t>(k)].get(),
-                             stops[base + static_cast<size_t>(k)].get());
-        samples.push_back(static_cast<double>(t) * 1000.0);
-      }
-      double abort_us = pi < req.abort_us.size() ? req.abort_us[pi] : 0;
-      if (abort_us > 0 && static_cast<int>(samples.size()) >= to.min_samples) {
-        std::vector<double> sorted = samples;
-        std::sort(sorted.begin(), sorted.end());
-        if (sorted[sorted.size() / 2] > abort_us) {
-          m.aborted_early = true;
-          break;
-        }
-      }
-    }
-    std::sort(samples.begin(), samples.end());
-    size_t n = samples.size();
-    m.samples = static_cast<int>(n);
-    m.p50_us = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-    m.p90_us = samples[std::min(n - 1, static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1)];
-    m.min_us = samples.front();
-    m.mean_us = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(n);
-    double var = 0;
-    for (double x : samples) var += (x - m.mean_us) * (x - m.mean_us);
-    m.cv = n > 1 && m.mean_us > 0 ? std::sqrt(var / static_cast<double>(n - 1)) / m.mean_us : 0;
+  } else {
+    int warm = static_cast<int>(std::clamp(warmup_ms / est_ms, 1.0, 2000.0));
+    for (int i = 0; i < warm; ++i) launch();
   }
-  reply.bench_ms = ms_since(t_bench);
-  last_timed_ = Clock::now();
-  return reply;
+  int want = static_cast<int>(
+      std::clamp(target_ms / est_ms, static_cast<double>(to.min_samples), static_cast<double>(max_samples)));
+  std::vector<double> samples;
+  while (static_cast<int>(samples.size()) < want) {
+    int batch = std::min(want - static_cast<int>(samples.size()), std::max(to.min_samples, 1));
+    size_t base = samples.size();
+    for (int k = 0; k < batch; ++k) {
+      flush();
+      cudaEventRecord(starts[base + static_cast<size_t>(k)].get(), s);
+      launch();
+      cudaEventRecord(stops[base + static_cast<size_t>(k)].get(), s);
+    }
+    synced(cudaStreamSynchronize(s), " while timing");
+    for (int k = 0; k < batch; ++k) {
+      float t = 0;
+      cudaEventElapsedTime(&t, starts[base + static_cast<size_t>(k)].get(), stops[base + static_cast<size_t>(k)].get());
+      samples.push_back(static_cast<double>(t) * 1000.0);
+    }
+    double abort_us = pi < req.abort_us.size() ? req.abort_us[pi] : 0;
+    if (abort_us > 0 && static_cast<int>(samples.size()) >= to.min_samples) {
+      std::vector<double> sorted = samples;
+      std::sort(sorted.begin(), sorted.end());
+      if (sorted[sorted.size() / 2] > abort_us) {
+        m.aborted_early = true;
+        break;
+      }
+    }
+  }
+  std::sort(samples.begin(), samples.end());
+  size_t n = samples.size();
+  m.samples = static_cast<int>(n);
+  m.p50_us = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  m.p90_us = samples[std::min(n - 1, static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1)];
+  m.min_us = samples.front();
+  m.mean_us = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(n);
+  double var = 0;
+  for (double x : samples) var += (x - m.mean_us) * (x - m.mean_us);
+  m.cv = n > 1 && m.mean_us > 0 ? std::sqrt(var / static_cast<double>(n - 1)) / m.mean_us : 0;
 }
 
 }  // namespace evotune

@@ -1,6 +1,7 @@
 // The GPU side of one worker process: owns the problems' buffers and
-// reference outputs and evaluates candidates on them (poison, launch, verify,
-// check inputs untouched, time). Runs in `evotune worker`, never in the
+// reference outputs and evaluates candidates on them (poison, launch, check
+// the guards around every buffer, verify, check inputs untouched, time,
+// verify again after the timed launches). Runs in `evotune worker`, never in the
 // coordinator, because a faulting kernel poisons the whole CUDA context.
 #pragma once
 
@@ -16,6 +17,16 @@
 
 namespace evotune {
 
+// A device allocation with canary guard regions before and after the bytes
+// a kernel may use (data() points past the first guard, 256-byte aligned).
+struct GuardedBuffer {
+  cuda::DeviceBuffer mem;
+  size_t guard = 0;  // bytes on each side
+  size_t bytes = 0;
+  uint64_t salt = 0;  // the canary pattern's seed
+  void* data() const { return static_cast<char*>(mem.get()) + guard; }
+};
+
 class GpuSession {
  public:
   // Selects the device, allocates and fills every problem's buffers and runs
@@ -25,34 +36,47 @@ class GpuSession {
   GpuSession(const GpuSession&) = delete;
   GpuSession& operator=(const GpuSession&) = delete;
 
-  // Never throws for a candidate's failure: that is the reply's status. A
-  // reply with worker_must_restart set leaves this session unusable.
+  // Verifies the candidate on every problem, times the timed ones, then
+  // verifies a launch made after the timed launches (a kernel that keeps
+  // state between launches must be right on every one). Never throws for a
+  // candidate's failure: that is the reply's status. A reply with
+  // worker_must_restart set leaves this session unusable.
   EvalReply evaluate(const EvalRequest& req);
 
  private:
   struct ProblemState {
     ProblemSetup setup;
-    std::map<std::string, cuda::DeviceBuffer> buffers;
+    std::map<std::string, GuardedBuffer> buffers;
     std::map<std::string, unsigned long long> checksums;  // inputs and reference outputs
   };
   struct Launcher;
+  struct Candidate;
 
-  void fill(const cuda::DeviceBuffer& buf, ElemType elem, int64_t count, InitKind init, double scale, uint64_t seed);
-  void poison(const cuda::DeviceBuffer& buf, ElemType elem, int64_t count);
-  unsigned long long checksum(const cuda::DeviceBuffer& buf);
-  ErrorStats compare(const cuda::DeviceBuffer& out, ElemType elem, const cuda::DeviceBuffer& ref, int64_t count,
+  GuardedBuffer allocate(size_t bytes, uint64_t salt);
+  void fill(void* p, ElemType elem, int64_t count, InitKind init, double scale, uint64_t seed);
+  void poison(void* p, ElemType elem, int64_t count);
+  unsigned long long checksum(const GuardedBuffer& buf);
+  // Why a guard of `buf` changed ("wrote 4 bytes past the end of ..."), or empty.
+  std::string guard_damage(const GuardedBuffer& buf, const std::string& name);
+  ErrorStats compare(const GuardedBuffer& out, ElemType elem, const GuardedBuffer& ref, int64_t count,
                      const Tolerances& tol);
   void sync(const char* what);
+
+  Candidate load(const EvalRequest& req);
+  ErrorStats verify_launch(size_t pi, Candidate& cand, bool after_timing);
+  void time_problem(size_t pi, Candidate& cand, const EvalRequest& req, Measurement& m);
 
   SetupRequest setup_;
   int device_ = 0;
   std::unique_ptr<cuda::Stream> stream_;
   cuda::Module support_;
   CUfunction fill_fn_ = nullptr, poison_fn_ = nullptr, compare_fn_ = nullptr, checksum_fn_ = nullptr;
+  CUfunction guard_fill_fn_ = nullptr, guard_check_fn_ = nullptr;
   cuda::DeviceBuffer flush_;
-  cuda::DeviceBuffer stats_;  // compare / checksum accumulators
+  cuda::DeviceBuffer stats_;  // compare / checksum / guard accumulators
   std::vector<ProblemState> problems_;
   long long smem_optin_ = 0;
+  int num_sms_ = 132;
   // When the last timing finished: a GPU kept busy needs only a short warm-up.
   std::optional<std::chrono::steady_clock::time_point> last_timed_;
 };

@@ -70,9 +70,10 @@ void from_json(const nlohmann::json& j, ArgPlan& a) {
 }
 
 void to_json(nlohmann::json& j, const ScratchPlan& s) {
-  j = {{"elem", static_cast<int>(s.elem)}, {"count", s.count}, {"init", static_cast<int>(s.init)}};
+  j = {{"name", s.name}, {"elem", static_cast<int>(s.elem)}, {"count", s.count}, {"init", static_cast<int>(s.init)}};
 }
 void from_json(const nlohmann::json& j, ScratchPlan& s) {
+  s.name = j.value("name", std::string());
   s.elem = enum_from<ElemType>(j.at("elem"));
   s.count = j.at("count");
   s.init = enum_from<InitKind>(j.at("init"));
@@ -272,6 +273,7 @@ LaunchPlan Planner::launch(const Config& c, const Problem& p, int cubin) const {
       l.args.push_back(scalar_arg(a, scope));
     } else if (a.role == ArgRole::scratch) {
       ScratchPlan sp;
+      sp.name = a.name;
       sp.elem = resolve_elem(a.elem, p.dtype);
       sp.count = scope.eval(a.count).as_int();
       sp.init = a.init;

@@ -50,8 +50,10 @@ struct ArgPlan {
   double f = 0;   // f32 scalars
 };
 
-// A scratch buffer allocated (zero-filled) for one trial.
+// A scratch buffer allocated (zero-filled) for one trial: its contents carry
+// over from one launch to the next, as they would in a product.
 struct ScratchPlan {
+  std::string name;
   ElemType elem = ElemType::f32;
   int64_t count = 0;
   InitKind init = InitKind::zero;
@@ -100,6 +102,10 @@ struct TimingOptions {
 struct SetupRequest {
   int device = 0;
   uint64_t seed = 1;
+  // Canary regions before and after every buffer, checked after each
+  // verification and after timing. Off under compute-sanitizer, whose
+  // memcheck then sees each buffer as an allocation of its exact size.
+  bool guard_buffers = true;
   TimingOptions timing;
   std::vector<std::string> cubins;  // support kernels [0] and references
   std::vector<ProblemSetup> problems;

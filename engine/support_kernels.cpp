@@ -114,6 +114,41 @@ extern "C" __global__ void evotune_compare(const void* out, int elem, const floa
   }
 }
 
+// Guard regions around every buffer a candidate can reach: a canary byte
+// pattern that depends on the salt and the position, so a kernel that writes
+// anything (zeros, NaN, a copy of its data) past a buffer's end changes it.
+__device__ __forceinline__ unsigned char canary_byte(unsigned long long salt, long long i) {
+  return (unsigned char)(mix64(salt ^ (unsigned long long)(i >> 3)) >> ((i & 7) * 8));
+}
+
+extern "C" __global__ void evotune_guard_fill(unsigned char* p, long long bytes, unsigned long long salt) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < bytes; i += (long long)gridDim.x * blockDim.x)
+    p[i] = canary_byte(salt, i);
+}
+
+// out: [0] guard bytes changed, [1] lowest changed offset, [2] highest changed offset + 1.
+// The caller sets out to {0, ~0, 0} first.
+extern "C" __global__ void evotune_guard_check(const unsigned char* p, long long bytes, unsigned long long salt,
+                                               unsigned long long* out) {
+  unsigned long long changed = 0, lo = ~0ULL, hi = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < bytes; i += (long long)gridDim.x * blockDim.x)
+    if (p[i] != canary_byte(salt, i)) {
+      ++changed;
+      lo = min(lo, (unsigned long long)i);
+      hi = max(hi, (unsigned long long)i + 1);
+    }
+  for (int off = 16; off > 0; off >>= 1) {
+    changed += __shfl_down_sync(0xffffffffu, changed, off);
+    lo = min(lo, __shfl_down_sync(0xffffffffu, lo, off));
+    hi = max(hi, __shfl_down_sync(0xffffffffu, hi, off));
+  }
+  if ((threadIdx.x & 31) == 0 && changed) {
+    atomicAdd(&out[0], changed);
+    atomicMin(&out[1], lo);
+    atomicMax(&out[2], hi);
+  }
+}
+
 // Order-sensitive 64-bit checksum of a buffer's 32-bit words (tail bytes included).
 extern "C" __global__ void evotune_checksum(const unsigned char* p, long long bytes, unsigned long long* out) {
   unsigned long long h = 0;

@@ -1,7 +1,8 @@
 // Device kernels evotune runs around every candidate: seeded random fill of
 // inputs, NaN poisoning of outputs (a payload no arithmetic produces, so an
 // unwritten element is told apart from a computed NaN), the comparison with
-// the reference, and checksums that catch a kernel writing into its inputs.
+// the reference, checksums that catch a kernel writing into its inputs, and
+// canary guard regions that catch one writing past a buffer's ends.
 // Compiled with NVRTC for the device (and cached) like any candidate.
 #pragma once
 

@@ -118,6 +118,7 @@ int worker_main(int in_fd, int out_fd, int device) {
         s.device = req.header.at("device");
         s.seed = req.header.at("seed");
         s.timing = req.header.at("timing");
+        s.guard_buffers = req.header.value("guard_buffers", true);
         s.problems = req.header.at("problems").get<std::vector<ProblemSetup>>();
         s.cubins = req.blobs;
         session.reset();

@@ -7,7 +7,8 @@
 
 namespace evotune {
 
-WorkerClient::WorkerClient(std::string exe, SetupRequest setup) : exe_(std::move(exe)), setup_(std::move(setup)) {}
+WorkerClient::WorkerClient(std::string exe, SetupRequest setup, std::vector<std::string> launcher)
+    : exe_(std::move(exe)), setup_(std::move(setup)), launcher_(std::move(launcher)) {}
 
 WorkerClient::~WorkerClient() {
   if (child_.running()) {
@@ -20,8 +21,22 @@ WorkerClient::~WorkerClient() {
 void WorkerClient::spawn() {
   if (child_.running()) return;
   ready_ = false;
-  child_.spawn(exe_, {"worker", "--in-fd", "3", "--out-fd", "4", "--device", std::to_string(setup_.device)});
+  std::vector<std::string> args = {
+      "worker", "--in-fd", "3", "--out-fd", "4", "--device", std::to_string(setup_.device)};
+  if (launcher_.empty()) {
+    child_.spawn(exe_, args);
+  } else {
+    std::vector<std::string> wrapped(launcher_.begin() + 1, launcher_.end());
+    wrapped.push_back(exe_);
+    wrapped.insert(wrapped.end(), args.begin(), args.end());
+    child_.spawn(launcher_.front(), wrapped);
+  }
   ++restarts_;
+}
+
+int WorkerClient::finish(int timeout_ms) {
+  ready_ = false;
+  return child_.wait_exit(timeout_ms);
 }
 
 void WorkerClient::start() {
@@ -32,6 +47,7 @@ void WorkerClient::start() {
                 {"device", setup_.device},
                 {"seed", setup_.seed},
                 {"timing", setup_.timing},
+                {"guard_buffers", setup_.guard_buffers},
                 {"problems", setup_.problems}};
   req.blobs = setup_.cubins;
   // Filling inputs and running the references takes seconds; minutes mean a
@@ -73,7 +89,10 @@ EvalReply WorkerClient::evaluate(const EvalRequest& req, double timeout_s) {
     return reply;
   }
   reply = rep.header.get<EvalReply>();
-  if (reply.worker_must_restart) child_.kill();
+  // The worker exits by itself after such a reply; letting it (and a
+  // launcher such as compute-sanitizer, which then writes its report) finish
+  // costs milliseconds.
+  if (reply.worker_must_restart) child_.wait_exit(5000);
   return reply;
 }
 

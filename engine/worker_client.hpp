@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/child_process.hpp"
 #include "engine/plan.hpp"
@@ -15,8 +16,10 @@ namespace evotune {
 class WorkerClient {
  public:
   // `exe` is the evotune binary (it must understand `worker`). The worker is
-  // started lazily by the first evaluate() or by start().
-  WorkerClient(std::string exe, SetupRequest setup);
+  // started lazily by the first evaluate() or by start(); under `launcher`
+  // when given (a command and its options that run the worker, e.g.
+  // compute-sanitizer).
+  WorkerClient(std::string exe, SetupRequest setup, std::vector<std::string> launcher = {});
 
   // Starts the worker process now, so that it creates its CUDA context while
   // the set-up is still being prepared; start() then only sends the set-up.
@@ -33,6 +36,10 @@ class WorkerClient {
   // status. Never throws for the candidate's faults.
   EvalReply evaluate(const EvalRequest& req, double timeout_s);
 
+  // Asks the worker to quit and waits for it (and its launcher) to exit:
+  // the exit code, or -1 when it had to be killed after timeout_ms.
+  int finish(int timeout_ms);
+
   int restarts() const { return restarts_; }
   double last_setup_ms() const { return setup_ms_; }
   int device() const { return setup_.device; }
@@ -40,6 +47,7 @@ class WorkerClient {
  private:
   std::string exe_;
   SetupRequest setup_;
+  std::vector<std::string> launcher_;
   ChildProcess child_;
   int restarts_ = -1;
   bool ready_ = false;  // the running worker has its set-up

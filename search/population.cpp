@@ -28,6 +28,12 @@ bool Population::offer(const Trial& t) {
   return true;
 }
 
+void Population::remove(const Config& c) {
+  ok_.erase(std::remove_if(ok_.begin(), ok_.end(), [&](const Trial& t) { return t.config == c; }), ok_.end());
+  const size_t k = static_cast<size_t>(std::max(k_, 0));
+  elites_.assign(ok_.begin(), ok_.begin() + static_cast<std::ptrdiff_t>(std::min(k, ok_.size())));
+}
+
 std::vector<int64_t> Population::elite_ids() const {
   std::vector<int64_t> ids;
   for (const Trial& t : elites_) ids.push_back(t.id);

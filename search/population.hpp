@@ -22,6 +22,9 @@ class Population {
   // Gives the trial of config c the id and seq the store assigned it (it was
   // offered before it was recorded, so the stored elites could include it).
   void assign_id(const Config& c, int64_t id, int seq);
+  // Takes an ok trial out (a later gate found it faulty): the next one moves
+  // up into the elites. Its config never enters again.
+  void remove(const Config& c);
   const Trial* best() const { return elites_.empty() ? nullptr : &elites_.front(); }
   int k() const { return k_; }
   // Every ok trial seen, best first (the breeding pool beyond the elites).

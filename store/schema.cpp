@@ -364,6 +364,12 @@ FROM elites e JOIN trials t ON t.id = e.trial_id
 ORDER BY e.run_id, e.rank;
 )sql";
 
+// Version 4: the compute-sanitizer gate. A trial the tools passed names
+// them; one they found a fault in has its status and error changed instead.
+const char* const kMigration4 = R"sql(
+ALTER TABLE trials ADD COLUMN sanitized TEXT;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -371,6 +377,7 @@ const std::vector<Migration>& migrations() {
       {1, "runs, trials, measurements, elites", kMigration1},
       {2, "run time breakdown, trial device and cache_hit, views", kMigration2},
       {3, "final re-timing of the elites", kMigration3},
+      {4, "compute-sanitizer verdicts on trials", kMigration4},
   };
   return all;
 }

@@ -163,7 +163,8 @@ std::string trial_columns(int version) {
       "t.id, t.run_id, t.seq, t.config, t.status, t.error, t.compile_ms, t.verify_ms, t.bench_ms, t.registers, "
       "t.smem_static, t.smem_dynamic, t.spill_stores, t.spill_loads, t.stack_frame, t.fitness, t.created_at, ";
   cols += version >= 2 ? "t.device, t.cache_hit, " : "NULL, 0, ";
-  cols += version >= 3 ? "t.final_us" : "NULL";
+  cols += version >= 3 ? "t.final_us, " : "NULL, ";
+  cols += version >= 4 ? "t.sanitized" : "NULL";
   return cols;
 }
 
@@ -191,6 +192,7 @@ Trial read_trial(const sql::Stmt& st) {
   ++c;
   t.cache_hit = st.i64(c++) != 0;
   t.final_us = st.real(c++);  // NULL (not re-timed) reads as 0
+  t.sanitized = st.is_null(c) ? std::string() : st.text(c);
   return t;
 }
 
@@ -402,6 +404,38 @@ int64_t Store::create_run(const RunInfo& run) {
   });
 }
 
+namespace {
+
+// Replaces a run's elite population (trial ids, best first) and points the
+// run's best trial at the first elite, or at its best ok trial when there
+// are none. Inside the caller's transaction.
+void set_elites(sqlite3* db, int64_t run_id, const std::vector<int64_t>& ids) {
+  sql::Stmt(db, "DELETE FROM elites WHERE run_id = ?1").bind_int(1, run_id).run();
+  // The elite must be a trial of this run; the SELECT makes that part of the insert.
+  sql::Stmt ins(
+      db, "INSERT INTO elites (run_id, rank, trial_id) SELECT ?1, ?2, id FROM trials WHERE id = ?3 AND run_id = ?1");
+  int rank = 0;
+  for (int64_t tid : ids) {
+    ins.reset();
+    ins.bind_int(1, run_id).bind_int(2, ++rank).bind_int(3, tid);
+    ins.run();
+    if (sqlite3_changes(db) != 1)
+      throw StoreError("elite " + std::to_string(tid) + " is not a trial of run " + std::to_string(run_id));
+  }
+  std::optional<int64_t> best;
+  if (!ids.empty()) {
+    best = ids.front();
+  } else {
+    sql::Stmt q(db,
+                "SELECT id FROM trials WHERE run_id = ?1 AND status = 'ok' AND fitness IS NOT NULL "
+                "ORDER BY fitness, seq LIMIT 1");
+    if (q.bind_int(1, run_id).step()) best = q.i64(0);
+  }
+  sql::Stmt(db, "UPDATE runs SET best_trial_id = ?2 WHERE id = ?1").bind_int(1, run_id).bind_opt(2, best).run();
+}
+
+}  // namespace
+
 void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& elite_ids) {
   require_writable("record a trial");
   const std::string canonical = t.config.canonical();
@@ -431,8 +465,8 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
           db_,
           "INSERT INTO trials (run_id, seq, config, config_hash, config_json, status, error, compile_ms, "
           "verify_ms, bench_ms, registers, smem_static, smem_dynamic, spill_stores, spill_loads, "
-          "stack_frame, fitness, created_at, device, cache_hit) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
+          "stack_frame, fitness, created_at, device, cache_hit, sanitized) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
       ins.bind_int(1, run_id)
           .bind_int(2, seq)
           .bind_text(3, canonical)
@@ -459,6 +493,10 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
       else
         ins.bind_null(19);
       ins.bind_int(20, t.cache_hit ? 1 : 0);
+      if (t.sanitized.empty())
+        ins.bind_null(21);
+      else
+        ins.bind_text(21, t.sanitized);
       ins.run();
       id = sqlite3_last_insert_rowid(db_);
     }
@@ -487,35 +525,14 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
         ins.run();
       }
     }
-    sql::Stmt(db_, "DELETE FROM elites WHERE run_id = ?1").bind_int(1, run_id).run();
-    std::optional<int64_t> best;
-    {
-      // The elite must be a trial of this run; the SELECT makes that part of the insert.
-      sql::Stmt ins(
-          db_,
-          "INSERT INTO elites (run_id, rank, trial_id) SELECT ?1, ?2, id FROM trials WHERE id = ?3 AND run_id = ?1");
-      int rank = 0;
-      for (int64_t eid : elite_ids) {
-        int64_t tid = eid == 0 ? id : eid;
-        ins.reset();
-        ins.bind_int(1, run_id).bind_int(2, ++rank).bind_int(3, tid);
-        ins.run();
-        if (sqlite3_changes(db_) != 1)
-          throw StoreError("elite " + std::to_string(tid) + " is not a trial of run " + std::to_string(run_id));
-        if (!best) best = tid;
-      }
-    }
-    if (!best) {
-      sql::Stmt q(db_,
-                  "SELECT id FROM trials WHERE run_id = ?1 AND status = 'ok' AND fitness IS NOT NULL "
-                  "ORDER BY fitness, seq LIMIT 1");
-      if (q.bind_int(1, run_id).step()) best = q.i64(0);
-    }
-    sql::Stmt up(db_,
-                 "UPDATE runs SET best_trial_id = ?2, "
-                 "trials_evaluated = (SELECT COUNT(*) FROM trials WHERE run_id = ?1 AND status <> 'invalid') "
-                 "WHERE id = ?1");
-    up.bind_int(1, run_id).bind_opt(2, best).run();
+    std::vector<int64_t> elites = elite_ids;
+    std::replace(elites.begin(), elites.end(), int64_t{0}, id);
+    set_elites(db_, run_id, elites);
+    sql::Stmt(db_,
+              "UPDATE runs SET trials_evaluated = (SELECT COUNT(*) FROM trials WHERE run_id = ?1 AND status <> "
+              "'invalid') WHERE id = ?1")
+        .bind_int(1, run_id)
+        .run();
     tx.commit();
   });
   t.id = id;
@@ -549,22 +566,38 @@ void Store::record_retime(int64_t run_id, const std::vector<RetimeSample>& sampl
       if (sqlite3_changes(db_) != 1)
         throw StoreError("trial " + std::to_string(tid) + " is not an ok trial of run " + std::to_string(run_id));
     }
-    sql::Stmt(db_, "DELETE FROM elites WHERE run_id = ?1").bind_int(1, run_id).run();
-    sql::Stmt el(
-        db_, "INSERT INTO elites (run_id, rank, trial_id) SELECT ?1, ?2, id FROM trials WHERE id = ?3 AND run_id = ?1");
-    int rank = 0;
-    for (int64_t tid : elite_order) {
-      el.reset();
-      el.bind_int(1, run_id).bind_int(2, ++rank).bind_int(3, tid);
-      el.run();
-      if (sqlite3_changes(db_) != 1)
-        throw StoreError("elite " + std::to_string(tid) + " is not a trial of run " + std::to_string(run_id));
-    }
-    if (!elite_order.empty())
-      sql::Stmt(db_, "UPDATE runs SET best_trial_id = ?2 WHERE id = ?1")
-          .bind_int(1, run_id)
-          .bind_int(2, elite_order.front())
-          .run();
+    set_elites(db_, run_id, elite_order);
+    tx.commit();
+  });
+}
+
+void Store::record_sanitized(int64_t trial_id, const std::string& tools) {
+  require_writable("record a sanitizer verdict");
+  guarded(path_, "recording the sanitizer verdict of trial " + std::to_string(trial_id), [&] {
+    sql::Stmt(db_, "UPDATE trials SET sanitized = ?2 WHERE id = ?1 AND status = 'ok'")
+        .bind_int(1, trial_id)
+        .bind_text(2, tools)
+        .run();
+    if (sqlite3_changes(db_) != 1) throw StoreError("trial " + std::to_string(trial_id) + " is not an ok trial");
+  });
+}
+
+void Store::record_sanitizer_finding(int64_t run_id, int64_t trial_id, TrialStatus status, const std::string& error,
+                                     const std::vector<int64_t>& elite_ids) {
+  require_writable("record a sanitizer finding");
+  guarded(path_, "recording the sanitizer finding on trial " + std::to_string(trial_id), [&] {
+    sql::Transaction tx(db_);
+    sql::Stmt(db_,
+              "UPDATE trials SET status = ?3, error = ?4, fitness = NULL, final_us = NULL "
+              "WHERE id = ?1 AND run_id = ?2 AND status = 'ok'")
+        .bind_int(1, trial_id)
+        .bind_int(2, run_id)
+        .bind_text(3, to_string(status))
+        .bind_text(4, error)
+        .run();
+    if (sqlite3_changes(db_) != 1)
+      throw StoreError("trial " + std::to_string(trial_id) + " is not an ok trial of run " + std::to_string(run_id));
+    set_elites(db_, run_id, elite_ids);
     tx.commit();
   });
 }

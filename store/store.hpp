@@ -107,6 +107,13 @@ class Store {
   // first) and the run's best trial.
   void record_retime(int64_t run_id, const std::vector<RetimeSample>& samples,
                      const std::vector<std::pair<int64_t, double>>& final_us, const std::vector<int64_t>& elite_order);
+  // The compute-sanitizer gate's verdicts: a trial the tools passed names
+  // them; one they found a fault in gets the finding's status and report,
+  // loses its fitness, and the run's elite population (ids, best first) is
+  // replaced, in one transaction.
+  void record_sanitized(int64_t trial_id, const std::string& tools);
+  void record_sanitizer_finding(int64_t run_id, int64_t trial_id, TrialStatus status, const std::string& error,
+                                const std::vector<int64_t>& elite_ids);
   void update_stats(int64_t run_id, const RunStats& stats);
   void finish_run(int64_t run_id, const std::string& status, const RunStats& stats);
   // Marks a run as running again (resume).

@@ -229,3 +229,33 @@ TEST_CASE("compile-only runs work without a GPU and are queryable", "[cli]") {
   CHECK(rep.code == 0);
   CHECK(rep.out.find("# evotune report") != std::string::npos);
 }
+
+TEST_CASE("compile-only compiles the reference and names a missing entry point", "[cli]") {
+  TempDir t;
+  const fs::path spec_dir = t.path / "k";
+  fs::copy(fs::path(evotune_test::source_dir()) / "tests/data/faulty", spec_dir);
+  const std::string env = "EVOTUNE_CACHE_DIR=" + (t.path / "cache").string();
+  const std::string args = "run --kernel " + (spec_dir / "spec.toml").string() +
+                           " --compile-only --arch sm_90 --budget 2 --config MODE=0,BLOCK=128 --db " + t.db();
+
+  // A reference that does not compile is the spec's fault: exit 2, the
+  // compiler's message, and no run left behind.
+  std::ofstream(spec_dir / "reference.cu") << "extern \"C\" __global__ void faulty_reference(float* y) { y[0] = ; }\n";
+  Result bad_ref = run_cli(args, env);
+  INFO(bad_ref.out);
+  CHECK(bad_ref.code == 2);
+  CHECK(bad_ref.out.find("the reference of kernel faulty does not compile") != std::string::npos);
+  CHECK(bad_ref.out.find("reference.cu(1): error") != std::string::npos);
+  CHECK(run_cli("runs --json --db " + t.db()).out.find("\"id\"") == std::string::npos);
+
+  // An entry point the source does not define: the trial's one-line summary says so.
+  fs::copy_file(fs::path(evotune_test::source_dir()) / "tests/data/faulty/reference.cu", spec_dir / "reference.cu",
+                fs::copy_options::overwrite_existing);
+  std::string spec = slurp(spec_dir / "spec.toml");
+  spec.replace(spec.find("entry = \"faulty\""), 16, "entry = \"faulty_kernel\"");
+  std::ofstream(spec_dir / "spec.toml") << spec;
+  Result bad_entry = run_cli(args, env);
+  INFO(bad_entry.out);
+  CHECK(bad_entry.code == 0);
+  CHECK(bad_entry.out.find("compile_error     error: entry point 'faulty_kernel' not found") != std::string::npos);
+}

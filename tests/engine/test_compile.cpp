@@ -329,3 +329,15 @@ TEST_CASE("gemm_sm90's SASS: HGMMA, TMA loads, and no GPU-wide fence before a cl
   }
   CHECK(remote >= 1);
 }
+
+TEST_CASE("an entry point the source does not define is a compile error that says so first", "[compile]") {
+  CompileRequest r;
+  r.source = "extern \"C\" __global__ void present(float* y) { y[0] = 1.0f; }\n";
+  r.source_name = "k.cu";
+  r.entry = "absent";
+  r.arch = "sm_80";
+  CompileResult res = compile(r);
+  INFO(res.log);
+  CHECK_FALSE(res.ok);
+  CHECK(res.log.rfind("error: entry point 'absent' not found in the compiled code", 0) == 0);
+}

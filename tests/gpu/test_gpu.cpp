@@ -1,6 +1,7 @@
 // Tests that need a CUDA device (gpu_main.cpp skips them without one). They
 // run the real tuner, worker process and kernels.
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "core/strings.hpp"
 #include "engine/compiler.hpp"
 #include "engine/device_info.hpp"
+#include "engine/sanitizer.hpp"
 #include "engine/support_kernels.hpp"
 #include "engine/worker_client.hpp"
 #include "kernel_templates/registry.hpp"
@@ -50,30 +52,44 @@ TEST_CASE("every kind of bad candidate gets its status and the run goes on", "[g
   TempDir t;
   TuneOptions o = options(t, faulty_spec(), {"N=1000000"});
   o.strategy = "exhaustive";
-  o.budget = 33;
+  o.budget = 45;
   o.timeout_floor_s = 5;
   o.quiet = false;
   std::ostringstream log;
   TuneResult r = tune(o, log);
   INFO(log.str());
+  // Where compute-sanitizer is installed the elites pass it (the default
+  // gate): the read past the end and the shared-memory race are caught there.
+  const bool sanitized = !locate_compute_sanitizer().empty();
+  if (!sanitized) WARN("compute-sanitizer not installed: MODE 13 and 14 stay ok");
   Store s = Store::open(o.db_path, Store::Mode::read_only);
   std::vector<Trial> trials = s.trials(r.run.id);
-  REQUIRE(trials.size() == 33);
-  const std::map<int, TrialStatus> expected = {{0, TrialStatus::ok},
-                                               {1, TrialStatus::crashed},
-                                               {2, TrialStatus::crashed},
-                                               {3, TrialStatus::timeout},
-                                               {4, TrialStatus::incorrect},
-                                               {5, TrialStatus::compile_error},
-                                               {6, TrialStatus::resource_rejected},
-                                               {7, TrialStatus::crashed},
-                                               {8, TrialStatus::incorrect},
-                                               {9, TrialStatus::incorrect},
-                                               {10, TrialStatus::launch_error}};
+  REQUIRE(trials.size() == 45);
+  // Status, and a piece of the message that says why.
+  const std::map<int, std::pair<TrialStatus, std::string>> expected = {
+      {0, {TrialStatus::ok, ""}},
+      {1, {TrialStatus::crashed, "kernel failed"}},
+      {2, {TrialStatus::crashed, "kernel failed"}},
+      {3, {TrialStatus::timeout, "no result within"}},
+      {4, {TrialStatus::incorrect, "NaN"}},
+      {5, {TrialStatus::compile_error, "error"}},
+      {6, {TrialStatus::resource_rejected, "shared memory"}},
+      {7, {TrialStatus::crashed, "wrote into buffer 'X'"}},
+      {8, {TrialStatus::incorrect, "never written"}},
+      {9, {TrialStatus::incorrect, "max abs error"}},
+      {10, {TrialStatus::launch_error, ""}},
+      {11, {TrialStatus::crashed, "wrote 4 byte(s) past the end of buffer 'Y'"}},
+      {12, {TrialStatus::incorrect, "the first launch was right, launch"}},
+      {13, sanitized ? std::make_pair(TrialStatus::crashed,
+                                      std::string("compute-sanitizer memcheck: Invalid __global__ read"))
+                     : std::make_pair(TrialStatus::ok, std::string())},
+      {14, sanitized ? std::make_pair(TrialStatus::incorrect, std::string("compute-sanitizer racecheck"))
+                     : std::make_pair(TrialStatus::ok, std::string())}};
   for (const Trial& tr : trials) {
     int mode = static_cast<int>(tr.config.at("MODE"));
     INFO(tr.config.canonical() << " -> " << to_string(tr.status) << ": " << tr.error);
-    CHECK(tr.status == expected.at(mode));
+    CHECK(tr.status == expected.at(mode).first);
+    CHECK(tr.error.find(expected.at(mode).second) != std::string::npos);
     if (tr.ok()) {
       REQUIRE(tr.per_problem.size() == 1);
       CHECK(tr.per_problem[0].p50_us > 0);
@@ -81,8 +97,96 @@ TEST_CASE("every kind of bad candidate gets its status and the run goes on", "[g
       CHECK(tr.per_problem[0].err.max_abs == 0);
     }
   }
-  CHECK(r.elites.size() == 3);  // the three correct configs, measured normally
-  for (const Trial& e : r.elites) CHECK(e.config.at("MODE") == 0);
+  if (sanitized) {
+    CHECK(r.elites.size() == 3);  // the three correct configs, measured normally
+    for (const Trial& e : r.elites) {
+      CHECK(e.config.at("MODE") == 0);
+      CHECK(e.sanitized == "memcheck,racecheck,synccheck");
+    }
+    CHECK(log.str().find("6 rejected") != std::string::npos);
+  }
+}
+
+TEST_CASE("--sanitize all: every correct trial passes compute-sanitizer before it counts", "[gpu][sanitizer]") {
+  if (locate_compute_sanitizer().empty()) {
+    WARN("compute-sanitizer not installed: nothing to test");
+    return;
+  }
+  TempDir t;
+  TuneOptions o = options(t, faulty_spec(), {"N=100000"});
+  o.strategy = "random";
+  o.seed_configs = {"MODE=0,BLOCK=128", "MODE=13,BLOCK=128", "MODE=14,BLOCK=64", "MODE=11,BLOCK=128"};
+  o.budget = 4;
+  o.sanitize = "all";
+  o.retime_rounds = 0;
+  TuneResult r = tune(o, std::cout);
+  Store s = Store::open(o.db_path, Store::Mode::read_only);
+  std::map<int64_t, Trial> by_mode;
+  for (const Trial& tr : s.trials(r.run.id)) by_mode[tr.config.at("MODE")] = tr;
+  REQUIRE(by_mode.size() == 4);
+  CHECK(by_mode[0].status == TrialStatus::ok);
+  CHECK(by_mode[0].sanitized == "memcheck,racecheck,synccheck");
+  CHECK(by_mode[13].status == TrialStatus::crashed);
+  CHECK(by_mode[13].error.find("memcheck") != std::string::npos);
+  CHECK(by_mode[14].status == TrialStatus::incorrect);
+  CHECK(by_mode[14].error.find("racecheck") != std::string::npos);
+  CHECK(by_mode[11].status == TrialStatus::crashed);  // the guards see it first
+  CHECK(by_mode[11].error.find("past the end of buffer 'Y'") != std::string::npos);
+  REQUIRE(r.elites.size() == 1);
+  CHECK(r.elites[0].config.at("MODE") == 0);
+}
+
+TEST_CASE("compute-sanitizer's memcheck reports the write one past the end that the guards catch", "[gpu][sanitizer]") {
+  const std::string sanitizer = locate_compute_sanitizer();
+  if (sanitizer.empty()) {
+    WARN("compute-sanitizer not installed: nothing to test");
+    return;
+  }
+  DeviceQuery q = query_devices();
+  REQUIRE_FALSE(q.devices.empty());
+  DeviceTraits dev;
+  dev.cc = q.devices[0].cc;
+  dev.num_sms = q.devices[0].num_sms;
+  KernelSpec spec = load_kernel(faulty_spec());
+  Problem p = spec.parse_problem("N=1001", Dtype::fp32);
+  auto build = [&](const std::string& src, const std::string& entry,
+                   std::vector<std::pair<std::string, std::string>> defs) {
+    CompileRequest r;
+    r.source = src;
+    r.source_name = "kernel.cu";
+    r.entry = entry;
+    r.arch = arch_for(dev.cc, false);
+    r.defines = std::move(defs);
+    CompileResult res = compile(r);
+    INFO(res.log);
+    REQUIRE(res.ok);
+    return res.cubin;
+  };
+  SetupRequest setup;
+  setup.cubins.push_back(build(support_kernels_source(), "evotune_fill", {}));
+  setup.cubins.push_back(build(spec.reference.source_text, spec.reference.entry, {}));
+  Planner planner(spec, dev);
+  setup.problems.push_back(planner.problem_setup(p, false, 1));
+  SanitizerGate gate(sanitizer, evotune_test::binary(), setup, {0}, {"memcheck", "racecheck"});
+  auto request = [&](const char* config) {
+    Config c = Config::parse(config);
+    EvalRequest req;
+    req.cubins.push_back(build(spec.source_text, spec.entry, spec.compile_defines(c, p, dev)));
+    req.launches.push_back(planner.launch(c, p, 0));
+    req.abort_us.push_back(0);
+    return req;
+  };
+  CHECK_FALSE(gate.check(request("MODE=0,BLOCK=128"), 0, 120));
+  auto f = gate.check(request("MODE=11,BLOCK=128"), 0, 120);
+  REQUIRE(f);
+  INFO(f->report);
+  CHECK(f->tool == "memcheck");
+  CHECK(f->status == TrialStatus::crashed);
+  CHECK(f->report.find("Invalid __global__ write of size 4") != std::string::npos);
+  f = gate.check(request("MODE=14,BLOCK=128"), 0, 120);
+  REQUIRE(f);
+  CHECK(f->tool == "racecheck");
+  CHECK(f->status == TrialStatus::incorrect);
 }
 
 TEST_CASE("timing is stable: one kernel measured five times", "[gpu][timing]") {

@@ -227,14 +227,14 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   const std::string path = dir.file("evotune.db");
   Store s = Store::open(path);
   CHECK(s.schema_version() == Store::latest_schema_version());
-  CHECK(Store::latest_schema_version() == 3);
+  CHECK(Store::latest_schema_version() == 4);
   CHECK(s.path() == path);
   CHECK(s.mode() == Store::Mode::read_write);
   CHECK(s.last_run_id() == 0);
   CHECK(s.runs().empty());
 
   sql::Db raw = sql::open(path, false, false);
-  CHECK(schema::user_version(raw.get()) == 3);
+  CHECK(schema::user_version(raw.get()) == 4);
   sql::Stmt jm(raw.get(), "PRAGMA journal_mode");
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
@@ -255,7 +255,7 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   std::string before = dump(path);
   {
     Store again = Store::open(path);
-    CHECK(again.schema_version() == 3);
+    CHECK(again.schema_version() == 4);
   }
   CHECK(dump(path) == before);
 }
@@ -716,9 +716,9 @@ TEST_CASE("open refuses paths a user must fix, saying why", "[store]") {
     }
     const std::string before = slurp(path);
     std::string msg = error_of([&] { Store::open(path); });
-    CHECK(contains(msg, "created by a newer evotune (schema 99 > 3)"));
+    CHECK(contains(msg, "created by a newer evotune (schema 99 > 4)"));
     msg = error_of([&] { Store::open(path, Store::Mode::read_only); });
-    CHECK(contains(msg, "schema 99 > 3"));
+    CHECK(contains(msg, "schema 99 > 4"));
     CHECK(slurp(path) == before);
   }
 
@@ -813,8 +813,8 @@ TEST_CASE("a version-1 database is read as it is and upgraded by a write open", 
 
   // A write open migrates in place and keeps every row.
   Store s = Store::open(path);
-  CHECK(s.schema_version() == 3);
-  CHECK(count(path, "PRAGMA user_version") == 3);
+  CHECK(s.schema_version() == 4);
+  CHECK(count(path, "PRAGMA user_version") == 4);
   auto run = s.run(run_id);
   REQUIRE(run);
   CHECK(run->kernel == "gemm");
