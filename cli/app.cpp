@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/tuner.hpp"
@@ -20,19 +21,72 @@
 
 namespace evotune {
 
+bool no_database_yet(const std::string& db_path) {
+  std::error_code ec;
+  return !std::filesystem::exists(db_path, ec) && !ec;
+}
+
 long long parse_run_ref(const std::string& text, const std::string& db_path) {
-  if (text == "last") {
-    Store s = Store::open(db_path, Store::Mode::read_only);
-    long long id = s.last_run_id();
-    if (id == 0) throw UsageError("no runs in " + db_path);
-    return id;
-  }
   auto v = parse_int(text);
-  if (!v || *v <= 0) throw UsageError("'" + text + "' is not a run id (a positive integer, or 'last')");
-  return *v;
+  if (text != "last" && (!v || *v <= 0))
+    throw UsageError("'" + text + "' is not a run id (a positive integer, or 'last')");
+  const std::string none = "no runs yet in " + db_path + " (`evotune run` records them there)";
+  if (no_database_yet(db_path)) throw UsageError(text == "last" ? none : "no run " + text + ": " + none);
+  if (text != "last") return *v;
+  long long id = Store::open(db_path, Store::Mode::read_only).last_run_id();
+  if (id == 0) throw UsageError(none);
+  return id;
+}
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number";
+        return v > 0 ? "" : "'" + text + "' must be more than 0";
+      },
+      "POSITIVE");
+}
+
+CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number";
+        return v >= 0 ? "" : "'" + text + "' must be 0 or more";
+      },
+      "NONNEGATIVE");
 }
 
 namespace {
+
+// CLI11 reads integers with strtoll(text, 0): "010" is octal 8, "0x10" is 16,
+// and "-1" for an unsigned option wraps around to 2^64-1.
+CLI::Validator decimal_integer(bool is_unsigned) {
+  return CLI::Validator(
+      [is_unsigned](std::string& text) -> std::string {
+        const size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+        if (text.size() == sign || text.find_first_not_of("0123456789", sign) != std::string::npos)
+          return "'" + text + "' is not a decimal integer";
+        const size_t first = text.find_first_not_of('0', sign);
+        const std::string digits = first == std::string::npos ? "0" : text.substr(first);
+        const bool negative = text[0] == '-' && digits != "0";
+        if (negative && is_unsigned) return "'" + text + "' is negative";
+        text = (negative ? "-" : "") + digits;  // leading zeros dropped: never octal
+        return "";
+      },
+      "");
+}
+
+// Every integer option of every command reads decimal only.
+void read_integers_as_decimal(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string type = opt->get_type_name();
+    const bool is_unsigned = type.rfind("UINT", 0) == 0;
+    if (is_unsigned || type.rfind("INT", 0) == 0) opt->transform(decimal_integer(is_unsigned));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) read_integers_as_decimal(*sub);
+}
 
 void on_sigint(int) {
   // First Ctrl-C: finish the trial in hand, record it, stop. Second: now.
@@ -86,6 +140,7 @@ int cli_main(int argc, char** argv) {
   add_query_commands(app, ctx);
   add_export_commands(app, ctx);
   add_worker_command(app, ctx);
+  read_integers_as_decimal(app);
 
   try {
     app.parse(argc, argv);
@@ -95,6 +150,15 @@ int cli_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RequiredError& e) {
+    // CLI11 checks for a subcommand before it reports a word it did not know.
+    const std::vector<std::string> extra = app.remaining();
+    if (!app.get_subcommands().empty() || extra.empty() || extra.front().rfind('-', 0) == 0) {
+      app.exit(e);
+      return kExitUsage;
+    }
+    std::cerr << "evotune: unknown command '" << extra.front() << "' (see `evotune --help`)\n";
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;

@@ -8,7 +8,8 @@
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace evotune {
 
@@ -37,8 +38,17 @@ void add_kernels_command(CLI::App& app, Context& ctx);
 void add_query_commands(CLI::App& app, Context& ctx);   // runs, top, trials
 void add_export_commands(CLI::App& app, Context& ctx);  // export, report
 
-// Parses a run reference: a run id, or "last".
+// Reading commands take a database that does not exist yet for one with no
+// runs, and create nothing.
+bool no_database_yet(const std::string& db_path);
+
+// Parses a run reference: a run id, or "last". Throws UsageError for a run
+// the database cannot have (none yet, or none at all).
 long long parse_run_ref(const std::string& text, const std::string& db_path);
+
+// Checks for numeric options, with messages that say what was wrong.
+CLI::Validator positive_number();      // > 0
+CLI::Validator non_negative_number();  // >= 0
 
 int cli_main(int argc, char** argv);
 

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/app.hpp"
 #include "cli/table.hpp"
@@ -51,14 +52,15 @@ void add_query_commands(CLI::App& app, Context& ctx) {
     cmd->add_flag("--json", ctx.json, "machine-readable output");
     cmd->callback([&ctx] {
       ctx.action = [&ctx] {
-        Store s = Store::open(ctx.db_path, Store::Mode::read_only);
-        std::vector<RunInfo> runs = s.runs();
+        std::optional<Store> s;
+        if (!no_database_yet(ctx.db_path)) s.emplace(Store::open(ctx.db_path, Store::Mode::read_only));
+        std::vector<RunInfo> runs = s ? s->runs() : std::vector<RunInfo>{};
         if (ctx.json) {
           std::cout << nlohmann::json(runs).dump(2) << "\n";
           return kExitOk;
         }
         if (runs.empty()) {
-          std::cout << "no runs in " << ctx.db_path << "\n";
+          std::cout << "no runs yet in " << ctx.db_path << " (`evotune run` records them there)\n";
           return kExitOk;
         }
         Table t({"run", "created", "kernel", "problems", "dtype", "strategy", "trials", "status", "best p50 µs",
@@ -66,7 +68,7 @@ void add_query_commands(CLI::App& app, Context& ctx) {
         for (const auto& r : runs) {
           std::string best = "-";
           if (r.best_trial_id)
-            if (auto b = s.trial(*r.best_trial_id)) best = fmt_us(b->fitness);
+            if (auto b = s->trial(*r.best_trial_id)) best = fmt_us(b->fitness);
           double tpm = r.stats.wall_s > 0 ? r.stats.trials / (r.stats.wall_s / 60.0) : 0;
           t.add({std::to_string(r.id), r.created_at.substr(0, 16), r.kernel, problems_text(r), r.dtype, r.strategy,
                  strfmt("%d/%d", r.stats.trials, r.budget), r.status, best, tpm > 0 ? strfmt("%.0f", tpm) : "-",
@@ -83,7 +85,7 @@ void add_query_commands(CLI::App& app, Context& ctx) {
     auto k = std::make_shared<int>(0);
     auto* cmd = app.add_subcommand("top", "Show the elite population of a run (best first)");
     cmd->add_option("run", *run, "run id, or 'last'")->required();
-    cmd->add_option("-k", *k, "show the best N ok trials instead of the stored elites");
+    cmd->add_option("-k", *k, "show the best N ok trials instead of the stored elites")->check(non_negative_number());
     cmd->add_flag("--json", ctx.json, "machine-readable output");
     cmd->callback([&ctx, run, k] {
       ctx.action = [&ctx, run, k] {

@@ -1,12 +1,11 @@
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "cli/app.hpp"
 #include "cli/tuner.hpp"
-#include "core/error.hpp"
-#include "core/strings.hpp"
-#include "engine/device_info.hpp"
 #include "store/store.hpp"
 
 namespace evotune {
@@ -18,7 +17,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
   auto dtype = std::make_shared<std::string>();
   auto resume = std::make_shared<std::string>();
   auto no_flush = std::make_shared<bool>(false);
-  auto gpus = std::make_shared<std::string>();
 
   auto* cmd = app.add_subcommand("run", "Tune a kernel on the GPU (or --compile-only without one)");
   cmd->footer(
@@ -28,6 +26,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       "  evotune run --kernel examples/transpose/spec.toml --shape 4096,4096 --budget 32\n"
       "  evotune run --kernel gemm --shape 4096,4096,4096 --compile-only --arch sm_90a --budget 16\n"
       "  evotune run --resume 7          # continue run 7 after an interruption\n"
+      "  evotune run --resume 7 --budget 500   # extend run 7 to 500 trials in all\n"
       "  evotune run --kernel gemm --replay tests/data/gemm_h200.json --budget 128   # no GPU needed\n\n"
       "Each trial passes the gates in order: constraints (free) -> NVRTC compile -> resources\n"
       "(registers, shared memory, spills) -> correctness against the reference -> latency.\n"
@@ -36,21 +35,26 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("-s,--shape", *shapes, "problem dims in the kernel's order, e.g. 2,8,512,64 (repeatable)");
   cmd->add_option("-p,--problem", *named, "problem by name, e.g. B=2,H=8,S=512,D=64 (repeatable)");
   cmd->add_option("-d,--dtype", *dtype, "element type: fp16, bf16 (default: the kernel's first)");
-  cmd->add_option("-b,--budget", opts->budget, "trials to evaluate (constraint rejections are free)")
+  cmd->add_option("-b,--budget", opts->budget,
+                  "trials to evaluate (constraint rejections are free); with --resume, the run's new total")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("-e,--elites", opts->elites, "size K of the elite population kept across generations")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--seed", opts->seed, "random seed: same seed and results, same trials");
+  cmd->add_option("--seed", opts->seed, "random seed: same seed and results, same trials")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}).description("< 2^63"));  // SQLite stores it signed
   cmd->add_option("--strategy", opts->strategy, "search strategy")
       ->check(CLI::IsMember({"evo", "random", "exhaustive"}));
   cmd->add_option("--config", opts->seed_configs,
                   "a config to evaluate first, e.g. BLOCK_M=64,STAGES=4 (others: defaults; repeatable)");
   cmd->add_flag("--compile-only", opts->compile_only, "compile and gate configs without a GPU (needs --arch there)");
   cmd->add_option("--arch", opts->arch, "target for --compile-only, e.g. sm_90a, sm_80");
-  cmd->add_option("-j,--compile-threads", opts->compile_threads, "NVRTC compile threads (default: one per core)");
-  cmd->add_option("--compile-timeout", opts->compile_timeout_s, "seconds before a compile is cut off (compile_error)");
-  cmd->add_option("--device", opts->device, "CUDA device ordinal");
-  cmd->add_option("--gpus", *gpus, "evaluate on several GPUs at once: all, or ordinals like 0,1");
+  cmd->add_option("-j,--compile-threads", opts->compile_threads, "NVRTC compile threads (default: one per core)")
+      ->check(positive_number());
+  cmd->add_option("--compile-timeout", opts->compile_timeout_s, "seconds before a compile is cut off (compile_error)")
+      ->check(positive_number());
+  cmd->add_option("--device", opts->device, "CUDA device ordinal")->check(non_negative_number());
+  cmd->add_option("--gpus", opts->gpus_arg,
+                  "evaluate on several GPUs at once: all, or ordinals like 0,1; with --replay, N simulated GPUs");
   cmd->add_option("--replay", opts->replay_path,
                   "evaluate configs from a dataset (`evotune export RUN --format dataset`) instead of a GPU");
   cmd->add_flag("--replay-warm-cache", opts->replay_warm_cache, "with --replay: charge no compile time");
@@ -58,56 +62,52 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(0, 100));
   cmd->add_option("--retime-ms", opts->retime_ms,
                   "re-time each elite under its own sustained load: this many ms of launches (flushes included) "
-                  "before sampling as long again, so it is ranked at the clocks a long run settles to (default 200; 0: time as "
-                  "the search does)")
+                  "before sampling as long again, so it is ranked at the clocks a long run settles to (default 200; "
+                  "0: time as the search does)")
       ->check(CLI::Range(0.0, 60000.0));
-  cmd->add_option("--timeout", opts->timeout_floor_s,
-                  "minimum seconds a trial may take on the GPU before it is killed");
+  cmd->add_option("--timeout", opts->timeout_floor_s, "minimum seconds a trial may take on the GPU before it is killed")
+      ->check(positive_number());
   cmd->add_option("--abort-factor", opts->abort_factor,
-                  "stop timing a candidate whose p50 exceeds this many times the best's (0: never)");
+                  "stop timing a candidate whose p50 exceeds this many times the best's (0: never)")
+      ->check(non_negative_number());
   cmd->add_option("--sustain-ms", opts->timing.sustain_ms,
                   "warm-up per problem: this many ms of the timed loop itself (flushes included), so that each "
                   "candidate is timed at the clocks its sustained load settles to (0: the count-based --warmup-ms)")
       ->check(CLI::Range(0.0, 60000.0));
   cmd->add_option("--warmup-ms", opts->timing.warmup_ms,
-                  "with --sustain-ms 0: warm-up launches per problem, by time, when the GPU has been idle");
+                  "with --sustain-ms 0: warm-up launches per problem, by time, when the GPU has been idle")
+      ->check(non_negative_number());
   cmd->add_option("--busy-warmup-ms", opts->timing.warmup_busy_ms,
-                  "with --sustain-ms 0: warm-up while the GPU is kept busy (the previous evaluation ended <200 ms ago)");
+                  "with --sustain-ms 0: warm-up while the GPU is kept busy (the previous evaluation ended <200 ms ago)")
+      ->check(non_negative_number());
   cmd->add_option("--samples", opts->timing.max_samples, "most timed launches per problem")
       ->check(CLI::Range(3, 100000));
   cmd->add_flag("--no-flush", *no_flush, "do not flush L2 before each timed launch (hot-cache timing)");
   cmd->add_flag("!--no-cache", opts->use_cache, "do not use the on-disk compile cache");
-  cmd->add_option("--resume", *resume, "continue run RUN (id or 'last') with its remaining budget");
-  cmd->add_option("--window", opts->window, "configs in flight (compiling ahead of the GPU); default 2x threads");
+  cmd->add_option("--resume", *resume,
+                  "continue run RUN (id or 'last') with its remaining budget; options that define the run (kernel, "
+                  "problems, dtype, strategy, seed, elites) may be left out, and must agree with it if given");
+  cmd->add_option("--window", opts->window, "configs in flight (compiling ahead of the GPU); default 2x threads")
+      ->check(positive_number());
   cmd->add_option("--sanitize", opts->sanitize,
                   "compute-sanitizer gate (the spec's [gates] sanitize tools, on the check shapes): none, elites "
                   "(each elite once before the final re-timing; a finding drops it and the next moves up) or all "
                   "(every correct trial). Default: elites where compute-sanitizer is installed")
       ->check(CLI::IsMember({"none", "elites", "all"}));
-  cmd->add_flag("-q,--quiet", opts->quiet, "no per-trial progress lines");
-  cmd->callback([&ctx, cmd, opts, shapes, named, dtype, resume, no_flush, gpus] {
-    bool budget_given = cmd->count("--budget") > 0;
-    ctx.action = [&ctx, opts, shapes, named, dtype, resume, no_flush, budget_given, gpus] {
+  cmd->add_flag("-q,--quiet", opts->quiet, "no per-trial or progress lines; the run's header and summary remain");
+  cmd->callback([&ctx, cmd, opts, shapes, named, dtype, resume, no_flush] {
+    std::set<std::string> given;
+    for (const CLI::Option* opt : cmd->get_options())
+      if (opt->count() > 0) given.insert(opt->get_name());
+    ctx.action = [&ctx, opts, shapes, named, dtype, resume, no_flush, given] {
       TuneOptions o = *opts;
-      // A resumed run keeps its budget unless a larger one is asked for.
-      if (!resume->empty() && !budget_given) o.budget = 0;
+      o.given = given;
       o.db_path = ctx.db_path;
       o.command_line = ctx.command_line;
       o.problems = *shapes;
       o.problems.insert(o.problems.end(), named->begin(), named->end());
       if (!dtype->empty()) o.dtype = *dtype;
       if (*no_flush) o.timing.flush_l2 = false;
-      if (*gpus == "all") {
-        DeviceQuery q = query_devices();
-        if (q.devices.empty()) throw NoDeviceError("--gpus all: no CUDA device found: " + q.reason);
-        for (const auto& d : q.devices) o.gpus.push_back(d.ordinal);
-      } else if (!gpus->empty()) {
-        for (const auto& part : split(*gpus, ',')) {
-          auto v = parse_int(trim(part));
-          if (!v || *v < 0) throw UsageError("--gpus '" + *gpus + "': expected all, or ordinals like 0,1");
-          o.gpus.push_back(static_cast<int>(*v));
-        }
-      }
       if (!resume->empty()) o.resume_run = parse_run_ref(*resume, ctx.db_path);
       TuneResult r = tune(o, std::cout);
       return r.interrupted ? kExitInterrupted : kExitOk;

@@ -13,8 +13,8 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "cli/table.hpp"
@@ -265,6 +265,141 @@ double sanitizer_limit(double trial_limit_s) {
   return std::max(120.0, 5 * trial_limit_s);
 }
 
+// Trials that spent budget (constraint rejections are free).
+int evaluated(const std::vector<Trial>& trials) {
+  return static_cast<int>(
+      std::count_if(trials.begin(), trials.end(), [](const Trial& t) { return t.status != TrialStatus::invalid; }));
+}
+
+std::string text_of(const std::string& s) {
+  return s;
+}
+template <typename T>
+std::string text_of(T v) {
+  return std::to_string(v);
+}
+
+UsageError conflict(const std::string& given, const RunInfo& r, const std::string& what, const std::string& has) {
+  return UsageError(strfmt("%s conflicts with run %lld's %s %s; a resumed run keeps its %s", given.c_str(),
+                           static_cast<long long>(r.id), what.c_str(), has.c_str(), what.c_str()));
+}
+
+// Whether a --replay given names the dataset a run was replayed from (or
+// stands in for one that is gone).
+bool same_dataset(const std::string& given, const std::string& recorded) {
+  if (recorded.empty()) return false;
+  std::error_code ec;
+  const bool same = std::filesystem::equivalent(given, recorded, ec);
+  return ec ? !std::filesystem::exists(recorded) : same;
+}
+
+// A resumed run keeps what defines it: options left out take the run's
+// values, options given must agree with them (kernel and problems: see
+// resumed_problems). Its budget is the one given, else its own.
+void adopt_resumed_run(TuneOptions& o, const RunInfo& r, int evaluated) {
+  auto keep = [&](const char* option, auto& value, const auto& has, const char* what) {
+    if (o.given.count(option) && value != has) throw conflict(option + (" " + text_of(value)), r, what, text_of(has));
+    value = has;
+  };
+  keep("--seed", o.seed, r.seed, "seed");
+  keep("--strategy", o.strategy, r.strategy, "strategy");
+  keep("--elites", o.elites, r.elites_k, "elites");
+  if (o.given.count("--compile-only") && !r.compile_only) throw conflict("--compile-only", r, "mode", "(measured)");
+  o.compile_only = r.compile_only;
+  nlohmann::json ropts = nlohmann::json::parse(r.options_json, nullptr, false);
+  const std::string replay = ropts.is_object() ? ropts.value("replay", std::string()) : std::string();
+  if (!o.replay_path.empty() && !same_dataset(o.replay_path, replay))
+    throw conflict("--replay " + o.replay_path, r, "replay dataset", replay.empty() ? "(none: a GPU)" : replay);
+  if (o.replay_path.empty()) o.replay_path = replay;
+  if (o.kernel.empty()) o.kernel = r.spec_origin == "builtin" ? r.kernel : r.spec_origin;
+  if (!o.given.count("--budget"))
+    o.budget = r.budget;
+  else if (o.budget < evaluated)
+    throw UsageError(
+        strfmt("--budget %d: run %lld has already evaluated %d trials (a resumed run's budget is its new "
+               "total)",
+               o.budget, static_cast<long long>(r.id), evaluated));
+}
+
+// Problems in canonical form, sorted: a set to compare.
+std::vector<std::string> canonical_sorted(const std::vector<Problem>& problems) {
+  std::vector<std::string> out;
+  for (const Problem& p : problems) out.push_back(p.canonical());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The problems given (--shape, --problem), read as `dtype`.
+std::vector<Problem> given_problems(const TuneOptions& o, const KernelSpec& spec, Dtype dtype) {
+  std::vector<Problem> out;
+  for (const auto& text : o.problems) out.push_back(spec.parse_problem(text, dtype));
+  return out;
+}
+
+// A new run's problems: those given (default: the spec's example).
+std::vector<Problem> new_problems(const TuneOptions& o, const KernelSpec& spec) {
+  if (o.problems.empty() && spec.example.empty()) throw UsageError("no problem given (--shape or --problem)");
+  const Dtype dtype = o.dtype ? parse_dtype(*o.dtype) : spec.dtypes.front();
+  if (o.problems.empty()) return {spec.parse_problem(spec.example, dtype)};
+  return given_problems(o, spec, dtype);
+}
+
+// A resumed run's problems: its own; a kernel, --shape, --problem or --dtype
+// given must agree with them.
+std::vector<Problem> resumed_problems(const TuneOptions& o, const KernelSpec& spec, const RunInfo& r) {
+  if (spec.name != r.kernel) throw conflict("--kernel " + o.kernel, r, "kernel", r.kernel);
+  if (spec.content_hash() != r.spec_hash)
+    throw UsageError("kernel " + spec.name + " changed since run " + std::to_string(r.id) + " (spec hash " +
+                     r.spec_hash + " → " + spec.content_hash() + "); a resumed run needs the same kernel");
+  const Dtype dtype = r.problems.front().dtype;
+  if (o.dtype && parse_dtype(*o.dtype) != dtype) throw conflict("--dtype " + *o.dtype, r, "dtype", to_string(dtype));
+  const std::vector<std::string> given = canonical_sorted(given_problems(o, spec, dtype));
+  const std::vector<std::string> has = canonical_sorted(r.problems);
+  if (!given.empty() && given != has)
+    throw conflict("--shape/--problem " + join(given, "; "), r, "problems", join(has, "; "));
+  return r.problems;
+}
+
+// A replay's problems: the dataset's; a --shape, --problem or --dtype given
+// must be among them.
+std::vector<Problem> replayed_problems(const TuneOptions& o, const KernelSpec& spec, const Dataset& d) {
+  if (d.kernel != spec.name)
+    throw UsageError("dataset " + o.replay_path + " holds kernel " + d.kernel + ", not " + spec.name);
+  const Dtype dtype = d.problems.front().dtype;
+  if (o.dtype && parse_dtype(*o.dtype) != dtype)
+    throw UsageError("--dtype " + *o.dtype + ": dataset " + o.replay_path + " holds " + to_string(dtype) +
+                     " measurements");
+  const std::vector<std::string> has = canonical_sorted(d.problems);
+  for (const Problem& p : given_problems(o, spec, dtype))
+    if (!std::binary_search(has.begin(), has.end(), p.canonical()))
+      throw UsageError("dataset " + o.replay_path + " has no measurements for " + p.canonical());
+  return d.problems;
+}
+
+// --gpus: on a GPU host "all" or ordinals like 0,1; in a replay, where there
+// are no devices to name, the number of GPUs to simulate.
+void resolve_gpus(TuneOptions& o, bool replay) {
+  const std::string& arg = o.gpus_arg;
+  if (arg.empty()) return;
+  o.gpus.clear();
+  if (replay) {
+    auto n = parse_int(arg);
+    if (!n || *n < 1 || *n > 1024)
+      throw UsageError("--gpus " + arg + ": with --replay, the number of GPUs to simulate (1 to 1024)");
+    for (int i = 0; i < *n; ++i) o.gpus.push_back(i);
+  } else if (arg == "all") {
+    DeviceQuery q = query_devices();
+    if (q.devices.empty()) throw NoDeviceError("--gpus all: no CUDA device found: " + q.reason);
+    for (const auto& d : q.devices) o.gpus.push_back(d.ordinal);
+  } else {
+    for (const auto& part : split(arg, ',')) {
+      auto v = parse_int(trim(part));
+      if (!v || *v < 0) throw UsageError("--gpus '" + arg + "': expected all, or ordinals like 0,1");
+      o.gpus.push_back(static_cast<int>(*v));
+    }
+  }
+}
+
 }  // namespace
 
 void print_elites(std::ostream& out, const RunInfo& run, const std::vector<Trial>& elites,
@@ -314,18 +449,13 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   // ---- the run being resumed, if any
   std::optional<Store> store_opt;
   std::optional<RunInfo> resumed;
+  std::vector<Trial> previous;
   if (o.resume_run > 0) {
     store_opt.emplace(Store::open(o.db_path));
     resumed = store_opt->run(o.resume_run);
     if (!resumed) throw UsageError("no run " + std::to_string(o.resume_run) + " in " + o.db_path);
-    if (o.kernel.empty()) o.kernel = resumed->spec_origin == "builtin" ? resumed->kernel : resumed->spec_origin;
-    o.strategy = resumed->strategy;
-    o.seed = resumed->seed;
-    o.elites = resumed->elites_k;
-    o.compile_only = resumed->compile_only;
-    if (o.budget <= 0 || o.budget < resumed->budget) o.budget = resumed->budget;
-    nlohmann::json ropts = nlohmann::json::parse(resumed->options_json, nullptr, false);
-    if (o.replay_path.empty() && ropts.is_object()) o.replay_path = ropts.value("replay", std::string());
+    previous = store_opt->trials(resumed->id);
+    adopt_resumed_run(o, *resumed, evaluated(previous));
   }
 
   // ---- a replay dataset stands in for the GPU
@@ -334,34 +464,14 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     replay = read_dataset(o.replay_path);
     if (o.kernel.empty()) o.kernel = replay->kernel;
   }
+  resolve_gpus(o, replay.has_value());
 
   // ---- kernel and problems
   if (o.kernel.empty()) throw UsageError("no kernel given (--kernel NAME or a spec file path)");
   KernelSpec spec = load_kernel(o.kernel);
-  std::vector<Problem> problems;
-  if (resumed) {
-    if (spec.content_hash() != resumed->spec_hash)
-      throw UsageError("kernel " + spec.name + " changed since run " + std::to_string(resumed->id) + " (spec hash " +
-                       resumed->spec_hash + " → " + spec.content_hash() + "); a resumed run needs the same kernel");
-    problems = resumed->problems;
-  } else if (replay) {
-    if (replay->kernel != spec.name)
-      throw UsageError("dataset " + o.replay_path + " holds kernel " + replay->kernel + ", not " + spec.name);
-    problems = replay->problems;
-    for (const auto& text : o.problems) {
-      Problem p = spec.parse_problem(text, problems.front().dtype);
-      bool known = std::any_of(problems.begin(), problems.end(),
-                               [&](const Problem& x) { return x.canonical() == p.canonical(); });
-      if (!known) throw UsageError("dataset " + o.replay_path + " has no measurements for " + p.canonical());
-    }
-  } else {
-    if (o.problems.empty()) {
-      if (spec.example.empty()) throw UsageError("no problem given (--shape or --problem)");
-      o.problems.push_back(spec.example);
-    }
-    Dtype dtype = o.dtype ? parse_dtype(*o.dtype) : spec.dtypes.front();
-    for (const auto& text : o.problems) problems.push_back(spec.parse_problem(text, dtype));
-  }
+  const std::vector<Problem> problems = resumed  ? resumed_problems(o, spec, *resumed)
+                                        : replay ? replayed_problems(o, spec, *replay)
+                                                 : new_problems(o, spec);
   // User-given configs are parsed now: a typo must not leave a run behind.
   // Parameters a --config leaves out take the template's defaults.
   std::vector<Config> seeds;
@@ -488,18 +598,13 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   std::optional<Trial> default_trial;
   const Config default_config = spec.default_config();
 
-  std::vector<Trial> previous;
-  if (resumed) {
-    previous = store.trials(resumed->id);
-    for (const Trial& t : previous) {
-      strategy->mark_seen(t.config);
-      strategy->observe(t);
-      population.offer(t);
-      if (t.config == default_config) default_trial = t;
-    }
+  for (const Trial& t : previous) {
+    strategy->mark_seen(t.config);
+    strategy->observe(t);
+    population.offer(t);
+    if (t.config == default_config) default_trial = t;
   }
-  int spent = static_cast<int>(
-      std::count_if(previous.begin(), previous.end(), [](const Trial& t) { return t.status != TrialStatus::invalid; }));
+  int spent = evaluated(previous);
   // A config is evaluated (and stored) once per run: a --config given twice,
   // or one a resumed run already has, is not evaluated again.
   {
@@ -564,8 +669,8 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   RunInfo run;
   if (resumed) {
     run = *resumed;
-    if (o.budget > run.budget) run.budget = o.budget;
-    store.reopen_run(run.id);
+    run.budget = o.budget;
+    store.reopen_run(run.id, run.budget);
   } else {
     run.kernel = spec.name;
     run.spec_origin = spec.origin == "builtin" ? "builtin" : std::filesystem::absolute(o.kernel).string();
@@ -583,9 +688,10 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
                            {"abort_factor", o.abort_factor},
                            {"retime_rounds", o.retime_rounds},
                            {"retime_ms", o.retime_ms},
+                           {"sanitize", sanitize.mode},
                            {"check_shapes", static_cast<int>(all_problems.size() - problems.size())},
                            {"compile_threads", threads},
-                           {"gpus", static_cast<int>(std::max<size_t>(gpus.size(), 1))}};
+                           {"gpus", static_cast<int>(std::max<size_t>(o.gpus.size(), 1))}};
     if (replay) opts["replay"] = std::filesystem::absolute(o.replay_path).string();
     run.options_json = opts.dump();
     run.device = rec;
@@ -595,7 +701,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     run.id = store.create_run(run);
   }
   const int budget = run.budget;
-  if (!o.quiet) {
+  {
     std::string where = replay          ? rec.name + " (replayed from " + o.replay_path + ")"
                         : !gpus.empty() ? rec.name + " (" + o.arch + ")"
                                         : o.arch + " (compile only)";
@@ -1144,7 +1250,7 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   result.gpu_busy = gpu_capacity > 0 && (!workers.empty() || replay) ? std::min(1.0, gpu_busy_s / gpu_capacity) : 0;
   result.compile_busy =
       total > 0 ? std::min(1.0, (stats.compile_busy_s - run.stats.compile_busy_s) / (total * threads)) : 0;
-  if (!o.quiet) {
+  {  // the summary, also with -q
     out << "\n";
     std::vector<std::string> parts;
     for (TrialStatus s : all_statuses())

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,8 @@ struct TuneOptions {
   double compile_timeout_s = 300;  // a compile that takes longer is cut off
   bool isolate_compiles = true;    // NVRTC in child processes (false: threads of this one)
   int device = 0;
-  std::vector<int> gpus;           // one worker per GPU; empty: {device}
+  std::string gpus_arg;            // --gpus: "all" or ordinals "0,1"; with a replay, N simulated GPUs
+  std::vector<int> gpus;           // one worker per GPU (replay: 0..N-1); empty: {device}; set from gpus_arg
   std::string replay_path;         // evaluate from a dataset instead of a GPU
   bool replay_warm_cache = false;  // replay: charge no compile time (a warm compile cache)
   int retime_rounds = 3;           // final interleaved re-timing of the elites (0: none)
@@ -42,17 +44,21 @@ struct TuneOptions {
   // samples for as long again (at most 2000 launches): every elite is timed
   // at the clocks a sustained run of it settles to (0: the search's timing).
   double retime_ms = 200;
-  double timeout_floor_s = 20;     // a trial's time limit is at least this...
-  double timeout_factor = 20;      // ...or this many times the best trial's GPU time
-  double abort_factor = 3;         // stop timing once p50 > factor × the best's p50
+  double timeout_floor_s = 20;  // a trial's time limit is at least this...
+  double timeout_factor = 20;   // ...or this many times the best trial's GPU time
+  double abort_factor = 3;      // stop timing once p50 > factor × the best's p50
   TimingOptions timing;
   bool use_cache = true;
   std::vector<std::string> seed_configs;  // evaluated first ("BLOCK_M=64,...")
   int64_t resume_run = 0;
+  // The options given on the command line, by long name ("--seed"). A resumed
+  // run takes its own values for those left out and refuses a given one that
+  // differs from its own.
+  std::set<std::string> given;
   std::string worker_exe;  // default: this executable
   int window = 0;          // configs in flight; 0: auto
   std::string command_line;
-  bool quiet = false;  // no per-trial lines
+  bool quiet = false;  // no per-trial or progress lines (the header and the summary remain)
   // compute-sanitizer gate: "none", "elites" (each elite once, before the
   // final re-timing; a finding drops it and the next one moves up) or "all"
   // (every trial that passes verification). Empty: "elites" where

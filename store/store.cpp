@@ -638,11 +638,12 @@ void Store::finish_run(int64_t run_id, const std::string& status, const RunStats
   });
 }
 
-void Store::reopen_run(int64_t run_id) {
+void Store::reopen_run(int64_t run_id, std::optional<int> budget) {
   require_writable("resume a run");
   guarded(path_, "reopening run " + std::to_string(run_id), [&] {
-    sql::Stmt st(db_, "UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?1");
-    st.bind_int(1, run_id).run();
+    sql::Stmt st(db_,
+                 "UPDATE runs SET status = 'running', finished_at = NULL, budget = COALESCE(?2, budget) WHERE id = ?1");
+    st.bind_int(1, run_id).bind_opt(2, budget).run();
     if (sqlite3_changes(db_) != 1) throw StoreError("no run " + std::to_string(run_id) + " in " + path_);
   });
 }

@@ -116,8 +116,9 @@ class Store {
                                 const std::vector<int64_t>& elite_ids);
   void update_stats(int64_t run_id, const RunStats& stats);
   void finish_run(int64_t run_id, const std::string& status, const RunStats& stats);
-  // Marks a run as running again (resume).
-  void reopen_run(int64_t run_id);
+  // Marks a run as running again (resume), with a new budget if given: stored
+  // before the first trial, so an extension killed part-way stays on record.
+  void reopen_run(int64_t run_id, std::optional<int> budget = std::nullopt);
 
   std::vector<RunInfo> runs() const;  // newest first
   std::optional<RunInfo> run(int64_t id) const;

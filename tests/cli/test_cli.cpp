@@ -13,8 +13,8 @@
 
 #include "engine/device_info.hpp"
 #include "tests/catch.hpp"
-#include "tests/temp_dir.hpp"
 #include "tests/paths.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -49,6 +49,11 @@ std::string slurp(const fs::path& p) {
 
 bool has_gpu() {
   return !evotune::query_devices().devices.empty();
+}
+
+// A recorded sweep: `run --replay` evaluates from it without a GPU.
+std::string sdpa_dataset() {
+  return " --replay " + evotune_test::source_dir() + "/tests/data/sdpa_fwd_h200.json";
 }
 
 }  // namespace
@@ -104,6 +109,22 @@ TEST_CASE("bad input to run: a clear message, exit code 2, nothing written", "[c
       {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_9x", "malformed architecture"},
       {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --config BLOCK_M", "NAME=VALUE"},
       {"top abc", "not a run id"},
+      // Integers are decimal: no octal, hex or exponent, no negative unsigned value.
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --budget 0x10", "'0x10' is not a decimal"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --budget 1e3", "'1e3' is not a decimal"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --elites 12abc", "'12abc' is not a decimal"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --seed -1", "--seed: '-1' is negative"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a -j -1", "--compile-threads"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a -j 0", "--compile-threads"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --window -3", "--window"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --compile-timeout -5", "--compile-timeout"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --timeout -1", "--timeout"},
+      {"run --kernel gemm --shape 64,64,64 --compile-only --arch sm_90a --device -2", "--device"},
+      {"run" + sdpa_dataset() + " --dtype bf16", "holds fp16"},
+      {"run" + sdpa_dataset() + " --gpus 0", "--gpus 0"},
+      {"run" + sdpa_dataset() + " --gpus all", "--gpus all"},
+      {"run --resume 1", "no run"},
+      {"top 1 -k -2", "-k"},
   };
   for (const auto& c : cases) {
     if (c.message.empty() && has_gpu()) continue;
@@ -144,11 +165,6 @@ TEST_CASE("database errors: unwritable path, corrupt file, missing file", "[cli]
     CHECK(j.out.find("not an evotune database") != std::string::npos);
     CHECK(slurp(junk) == content);
   }
-  // Reading commands never create a database.
-  Result m = run_cli("runs --db " + t.db());
-  CHECK(m.code == 3);
-  CHECK(m.out.find("no database") != std::string::npos);
-  CHECK_FALSE(fs::exists(t.db()));
   // EVOTUNE_DB names the database too.
   Result e = run_cli("runs", "EVOTUNE_DB=" + junk.string());
   CHECK(e.code == 3);
@@ -181,8 +197,11 @@ TEST_CASE("a --config given twice, or already in a resumed run, is evaluated onc
     return tj.size();
   };
   // BLOCK_M=64 and BLOCK_M=64,STAGES=3 are one config (STAGES defaults to 3).
-  Result r = run_cli("run --kernel gemm --shape 1000,777,520 --dtype bf16 --compile-only --arch sm_90a --budget 3"
-                     " --config BLOCK_M=64 --config BLOCK_M=64,STAGES=3 --config STAGES=2" + db, env);
+  Result r = run_cli(
+      "run --kernel gemm --shape 1000,777,520 --dtype bf16 --compile-only --arch sm_90a --budget 3"
+      " --config BLOCK_M=64 --config BLOCK_M=64,STAGES=3 --config STAGES=2" +
+          db,
+      env);
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("already in this run") != std::string::npos);
@@ -258,4 +277,60 @@ TEST_CASE("compile-only compiles the reference and names a missing entry point",
   INFO(bad_entry.out);
   CHECK(bad_entry.code == 0);
   CHECK(bad_entry.out.find("compile_error     error: entry point 'faulty_kernel' not found") != std::string::npos);
+}
+
+TEST_CASE("integer options are decimal: a leading zero is not octal", "[cli]") {
+  TempDir t;
+  std::string db = " --db " + t.db();
+  Result r =
+      run_cli("run -q" + sdpa_dataset() + " --budget 010 --seed 010 --elites 08 -j 09 --window 010 --retime -0" + db);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  Result runs = run_cli("runs --json" + db);
+  REQUIRE(runs.code == 0);
+  auto j = nlohmann::json::parse(runs.out).at(0);
+  CHECK(j.at("budget") == 10);
+  CHECK(j.at("seed") == 10);
+  CHECK(j.at("elites_k") == 8);
+  CHECK(j.at("stats").at("trials") == 10);
+  CHECK(j.at("options").at("compile_threads") == 9);
+  CHECK(j.at("options").at("retime_rounds") == 0);
+}
+
+TEST_CASE("an unknown command is named as such", "[cli]") {
+  Result r = run_cli("bogus");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("unknown command 'bogus'") != std::string::npos);
+  CHECK(r.out.find("subcommand is required") == std::string::npos);
+  Result none = run_cli("--db x.db");
+  CHECK(none.code == 2);
+  CHECK(none.out.find("subcommand is required") != std::string::npos);
+}
+
+TEST_CASE("reading commands in a fresh directory: no runs yet, nothing created", "[cli]") {
+  TempDir t;
+  std::string db = " --db " + t.db();
+  Result runs = run_cli("runs" + db);
+  CHECK(runs.code == 0);
+  CHECK(runs.out.find("no runs yet") != std::string::npos);
+  Result json = run_cli("runs --json" + db);
+  CHECK(json.code == 0);
+  CHECK(nlohmann::json::parse(json.out) == nlohmann::json::array());
+  for (const char* cmd : {"top last", "top 1", "trials 1", "export last", "report 1"}) {
+    Result r = run_cli(cmd + db);
+    INFO(cmd << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("no runs yet") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(t.db()));
+}
+
+TEST_CASE("run -q hides the per-trial lines, not the summary", "[cli]") {
+  TempDir t;
+  Result r = run_cli("run -q" + sdpa_dataset() + " --budget 8 --db " + t.db());
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("[  1/8]") == std::string::npos);
+  CHECK(r.out.find("run 1 done: 8 trials") != std::string::npos);
+  CHECK(r.out.find("elite population") != std::string::npos);
 }

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <thread>
@@ -264,7 +265,7 @@ TEST_CASE("several GPUs: same trials, spread over the workers, more trials per m
   REQUIRE(fs::exists(data));
   std::string db = (t.path / "g.db").string();
   // Warm cache: the GPU, not compilation, is the bottleneck.
-  for (const char* gpus : {"0", "0,1"})
+  for (const char* gpus : {"1", "2"})
     REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--replay-warm-cache", "--budget", "200", "--seed", "5",
                      "--gpus", gpus}) == 0);
   CHECK(configs_of(db, 1) == configs_of(db, 2));
@@ -276,4 +277,124 @@ TEST_CASE("several GPUs: same trials, spread over the workers, more trials per m
   double one = s.run(1)->stats.wall_s, two = s.run(2)->stats.wall_s;
   INFO("simulated wall: 1 GPU " << one << " s, 2 GPUs " << two << " s");
   CHECK(one / two > 1.8);
+}
+
+namespace {
+
+// Starts evotune with its output on a pipe of one page and kills it (SIGKILL)
+// once a line contains `marker`. It cannot finish meanwhile: with the pipe
+// full and unread, its next line blocks. Returns whether it died of the kill.
+bool kill_when_printed(std::vector<std::string> args, const std::string& marker) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  ::fcntl(fds[0], F_SETPIPE_SZ, 4096);
+  args.insert(args.begin(), evotune_test::binary());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  pid_t pid;
+  REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  std::string seen;
+  char buf[256];
+  ssize_t n;
+  while (seen.find(marker) == std::string::npos && (n = ::read(fds[0], buf, sizeof buf)) > 0) seen.append(buf, n);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(fds[0]);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+}  // namespace
+
+TEST_CASE("resume --budget B makes B the run's budget, kept if that session is killed", "[replay][resume]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "b.db").string();
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "20", "--seed", "2"}) == 0);
+  // The extension is killed part-way: the new budget is already the run's.
+  REQUIRE(kill_when_printed({"--db", db, "run", "--resume", "1", "--budget", "400"}, "[ 40/400]"));
+  {
+    Store s = Store::open(db, Store::Mode::read_only);
+    CHECK(s.run(1)->budget == 400);
+    CHECK(s.trials(1).size() < 400);
+  }
+  // A plain --resume finishes the extension.
+  std::string log;
+  REQUIRE(run_cli({"--db", db, "run", "--resume", "1"}, &log) == 0);
+  INFO(log);
+  CHECK(log.find("budget 400 (") != std::string::npos);
+  Store s = Store::open(db, Store::Mode::read_only);
+  CHECK(s.run(1)->budget == 400);
+  CHECK(s.trials(1).size() == 400);
+  CHECK(s.run(1)->status == "done");
+  // `runs`, the report and the exported header say the same.
+  REQUIRE(run_cli({"--db", db, "runs"}, &log) == 0);
+  CHECK(log.find("400/400") != std::string::npos);
+  REQUIRE(run_cli({"--db", db, "report", "1"}, &log) == 0);
+  CHECK(log.find("budget 400") != std::string::npos);
+  REQUIRE(run_cli({"--db", db, "export", "1"}, &log) == 0);
+  CHECK(log.find("budget 400") != std::string::npos);
+  // A budget below what the run has already evaluated is refused.
+  CHECK(run_cli({"--db", db, "run", "--resume", "1", "--budget", "300"}, &log) == 2);
+  CHECK(log.find("--budget 300: run 1 has already evaluated 400 trials") != std::string::npos);
+}
+
+TEST_CASE("resume refuses options that conflict with the run and writes nothing", "[replay][resume]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "c.db").string();
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "20", "--seed", "3"}) == 0);
+  fs::copy_file(data, t.path / "other.json");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--seed", "5"}, "--seed 5 conflicts with run 1's seed 3; a resumed run keeps its seed"},
+      {{"--strategy", "random"}, "--strategy random conflicts with run 1's strategy evo"},
+      {{"--elites", "3"}, "--elites 3 conflicts with run 1's elites 6"},
+      {{"--kernel", "sdpa_fwd"}, "--kernel sdpa_fwd conflicts with run 1's kernel gemm"},
+      {{"--shape", "2048,2048,2048"},
+       "--shape/--problem M=2048,N=2048,K=2048 conflicts with run 1's problems M=1024,N=1024,K=1024"},
+      {{"--dtype", "bf16"}, "--dtype bf16 conflicts with run 1's dtype fp16"},
+      {{"--compile-only"}, "--compile-only conflicts with run 1"},
+      {{"--replay", (t.path / "other.json").string()}, "conflicts with run 1's replay dataset"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"--db", db, "run", "--resume", "1"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    std::string log;
+    CHECK(run_cli(args, &log) == 2);
+    INFO(log);
+    CHECK(log.find(c.message) != std::string::npos);
+    Store s = Store::open(db, Store::Mode::read_only);
+    CHECK(s.trials(1).size() == 20);
+    CHECK(s.run(1)->status == "done");
+  }
+  // Options that agree with the run are fine.
+  std::string log;
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--resume", "1", "--kernel", "gemm", "--seed", "3", "--shape",
+                   "1024,1024,1024", "--dtype", "fp16", "--replay", data, "--budget", "25"},
+                  &log) == 0);
+  INFO(log);
+  CHECK(Store::open(db, Store::Mode::read_only).trials(1).size() == 25);
+}
+
+TEST_CASE("replay --gpus N simulates N GPUs", "[replay][gpus]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "n.db").string();
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "60", "--gpus", "3"}) == 0);
+  Store s = Store::open(db, Store::Mode::read_only);
+  std::set<int> devices;
+  for (const Trial& tr : s.trials(1))
+    if (tr.device >= 0) devices.insert(tr.device);  // those that reached a GPU
+  CHECK(devices == std::set<int>{0, 1, 2});
+  CHECK(nlohmann::json::parse(s.run(1)->options_json).at("gpus") == 3);
 }
