@@ -4,26 +4,72 @@
 For each shape it takes the winner of a finished evotune run from the database
 (or tunes one with `evotune run`), loads its cubin through the CUDA driver
 into PyTorch's context, feeds it the same input tensors as PyTorch, checks its
-output against PyTorch, and times both with triton's do_bench (median, L2
-flushed between repetitions). Baselines: cuBLAS (torch.matmul) for GEMM;
-PyTorch's flash, efficient, cuDNN and math attention backends for sdpa_fwd.
+output against PyTorch, and times it and the baselines on those inputs:
+cuBLAS (torch.matmul) for GEMM; PyTorch's flash, efficient, cuDNN and math
+attention backends for sdpa_fwd.
 
-    bench/side_by_side.py --evotune build/evotune --db bench.db --anchors --tune-budget 96
+    bench/side_by_side.py --evotune build/evotune --db bench.db --anchors --only sdpa --tune-budget 64 --json sbs.json
     bench/side_by_side.py --evotune build/evotune --db bench.db --gemm 4096,4096,4096 --kernel gemm_sm90
+
+Timing method
+-------------
+Kernel time, the figure the tables and the ratios use: the device time of the
+kernels a call launches, read from CUPTI's activity records (torch.profiler,
+CUDA activity only; bench/kernel_time.py). The L2 is flushed (a 256 MB write)
+before every call, and the contenders are interleaved call by call: flush, A,
+flush, B, ... A call's kernel time is the time its kernels, memsets and copies
+cover on the device, so the launch, host work (Python, the dispatcher, the
+`sdpa_kernel` context, cuDNN's plan cache) and the gaps between a call's
+kernels do not count; what the GPU spends computing the answer does, for one
+kernel or several. Per round each contender gets the median of its calls
+(`--calls` at most, fewer for slow rows: about `--rep` ms of GPU time per
+contender over all rounds, never under 10 calls); its figure is the median
+over rounds.
+
+Why not CUDA graphs: the flush has to stay between calls to keep L2 cold, and
+subtracting a ~70 us flush, which varies by a few percent, from a 10 us kernel
+leaves noise of the kernel's own size; without the flush, the 1 MB inputs of
+the small attention shapes stay in L2. Graph capture also depends on every
+backend supporting it. CUPTI's durations need neither, and serve 5 us
+attention kernels and 1.6 ms GEMMs alike.
+
+Event time, kept beside it: triton's do_bench (median, L2 flushed, CUDA
+events around each call), as this script measured before. It includes the
+launch and, whenever the host takes longer to issue a call than the GPU takes
+to run the flush and the previous call, host time too (one pass read 59 us
+for cuDNN at B=2,H=8,S=512,D=64, where ANCHORS.md has 12.6 us). It is stored
+for comparison with earlier passes and is used for no ratio in the tables
+and for no flag.
+
+Rounds: `--rounds` rounds in rotated order, each timing every contender by
+events and then by kernel time, so that clock and power drift (big GEMMs run
+at the power limit) reach all of them alike. A row is flagged unstable
+(`!` in the table, "unstable": true in the JSON, with the series named in
+"unstable_because") when over its rounds any contender's kernel time, or any
+baseline's kernel-time ratio to ours, has max/min above 1 + `--unstable`
+(default 0.10). Do not quote a flagged row; rerun it. One round cannot be
+judged (`?`).
 """
 import argparse
 import base64
 import ctypes
 import json
 import math
+import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 
-import torch
-import torch.nn.functional as F
-import triton.testing as tt
-from torch.nn.attention import SDPBackend, sdpa_kernel
+os.environ.setdefault("KINETO_LOG_LEVEL", "4")  # the profiler's per-session stage lines would bury the table
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import triton  # noqa: E402
+import triton.testing as tt  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernel_time import KernelTimer  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
           "u32": torch.int32, "i32": torch.int32, "u8": torch.uint8}
@@ -153,28 +199,89 @@ def winner(args, kernel, shape_text, dtype):
     return run, json.loads(evotune(args, "export", str(run), "--format", "launch"))
 
 
-def bench(fns):
-    """Median latency (us) of each function, timed interleaved: --rounds rounds,
-    each timing every function for rep/rounds ms, in rotated order, so that
-    clock and power drift (big GEMMs run at the power limit) reach all of them
-    alike. Returns the median over rounds and each round's ratio to fns[0]."""
+def rotated(n, r):
+    order = list(range(n))
+    return order[r % n:] + order[:r % n]
+
+
+def spread(values):
+    """max/min - 1 of a series (None for fewer than two values)."""
+    if len(values) < 2:
+        return None
+    lo, hi = min(values), max(values)
+    return math.inf if lo <= 0 else hi / lo - 1
+
+
+def stability(kernel_rounds, ratio_rounds, threshold):
+    """The flag rule. kernel_rounds: contender -> per-round kernel time;
+    ratio_rounds: baseline -> per-round ratio (baseline / ours). Returns
+    (spreads, unstable, because): unstable is None when there is one round."""
+    spreads = {name: spread(v) for name, v in kernel_rounds.items()}
+    spreads.update({"vs_" + name: spread(v) for name, v in ratio_rounds.items()})
+    if any(s is None for s in spreads.values()):
+        return spreads, None, []
+    because = [name for name, s in spreads.items() if s > threshold]
+    return spreads, bool(because), because
+
+
+def calls_for(args, event_us, flush_us):
+    """Calls per contender per round for kernel time: about args.rep ms of GPU
+    time per contender over all rounds, from round 0's event times."""
+    per_call_ms = (sum(event_us) + len(event_us) * flush_us) / 1e3
+    budget_ms = args.rep / max(1, args.rounds) * len(event_us)
+    return max(10, min(args.calls, int(budget_ms / per_call_ms)))
+
+
+def measure(args, timer, names, fns, flops):
+    """Event and kernel time of every contender over args.rounds rotated rounds;
+    the contenders part of a row, the ratios and the flag."""
     rounds = max(1, args.rounds)
-    per = {i: [] for i in range(len(fns))}
+    ev = {n: [] for n in names}
+    kt = {n: [] for n in names}
+    lead = {n: [] for n in names}
+    first = {}
+    calls = None
     for r in range(rounds):
-        order = list(range(len(fns)))
-        order = order[r % len(fns):] + order[:r % len(fns)]
+        order = rotated(len(fns), r)
         for i in order:
-            per[i].append(tt.do_bench(fns[i], warmup=10, rep=max(10, args.rep // rounds), return_mode="median") * 1e3)
-    med = [sorted(v)[len(v) // 2] for v in per.values()]
-    ratios = [[per[i][r] / per[0][r] for r in range(rounds)] for i in range(len(fns))]
-    return med, ratios
+            ev[names[i]].append(tt.do_bench(fns[i], warmup=10, rep=max(10, args.rep // rounds),
+                                            return_mode="median") * 1e3)
+        if calls is None:
+            calls = calls_for(args, [ev[n][0] for n in names], timer.flush_us)
+        for i, cs in zip(order, timer.run([fns[i] for i in order], calls)):
+            kt[names[i]].append(statistics.median(c.kernel_us for c in cs))
+            lead[names[i]].append(statistics.median(c.lead_us for c in cs))
+            first.setdefault(names[i], cs)
+    return summarize(names, ev, kt, lead, first, flops, calls, args.unstable)
 
 
-def spread(ratios):
-    return f"{min(ratios):.2f}-{max(ratios):.2f}"
+def summarize(names, ev, kt, lead, first, flops, calls, threshold):
+    """Pure: per-round figures in, the row's timing fields out."""
+    med = statistics.median
+    out = {"rounds": len(kt[names[0]]), "calls_per_round": calls, "contenders": {}, "vs": {}}
+    for n in names:
+        counts = sorted({len(c.names) for c in first[n]})
+        out["contenders"][n] = {
+            "kernel_us": med(kt[n]), "kernel_us_rounds": kt[n], "kernel_tflops": flops / med(kt[n]) / 1e6,
+            "event_us": med(ev[n]), "event_us_rounds": ev[n], "event_tflops": flops / med(ev[n]) / 1e6,
+            "lead_us": med(lead[n]), "kernels_per_call": counts,
+            "kernels": [k[:160] for k in dict.fromkeys(first[n][0].names)]}
+    ours = names[0]
+    ratio_rounds = {}
+    for n in names[1:]:
+        ratio_rounds[n] = [a / b for a, b in zip(kt[n], kt[ours])]
+        out["vs"][n] = {"kernel": med(kt[n]) / med(kt[ours]), "kernel_rounds": ratio_rounds[n],
+                        "event": med(ev[n]) / med(ev[ours]),
+                        "event_rounds": [a / b for a, b in zip(ev[n], ev[ours])]}
+    spreads, unstable, because = stability({n: kt[n] for n in names}, ratio_rounds, threshold)
+    out["spread"] = spreads
+    out["max_spread"] = max((s for s in spreads.values() if s is not None), default=None)
+    out["unstable"] = unstable
+    out["unstable_because"] = because
+    return out
 
 
-def gemm_case(args, M, N, K, dtype):
+def gemm_case(args, timer, M, N, K, dtype):
     run, doc = winner(args, args.kernel, f"M={M},N={N},K={K}", dtype)
     p = doc["problems"][0]
     t = make_tensors(p, {})
@@ -184,14 +291,14 @@ def gemm_case(args, M, N, K, dtype):
     torch.cuda.synchronize()
     ref = A.float() @ B.float()
     err = ((C.float() - ref).norm() / ref.norm()).item()
-    (us, cublas), (_, rounds) = bench([ours, lambda: A @ B])
     fl = 2 * M * N * K
-    return {"op": "gemm", "shape": [M, N, K], "dtype": dtype, "run": run, "config": doc["config"], "ours_us": us,
-            "ours_tflops": fl / us / 1e6, "rel_err": err, "cublas_us": cublas, "cublas_tflops": fl / cublas / 1e6,
-            "vs_cublas": cublas / us, "vs_cublas_rounds": rounds}
+    row = {"op": "gemm", "shape": [M, N, K], "dtype": dtype, "kernel": args.kernel, "run": run,
+           "config": doc["config"], "rel_err": err, "flops": fl, "skipped": {}}
+    row.update(measure(args, timer, ["ours", "cublas"], [ours, lambda: A @ B], fl))
+    return row
 
 
-def sdpa_case(args, dtype, Bn, H, S, D):
+def sdpa_case(args, timer, dtype, Bn, H, S, D):
     run, doc = winner(args, "sdpa_fwd", f"B={Bn},H={H},S={S},D={D}", dtype)
     p = doc["problems"][0]
     t = make_tensors(p, {})
@@ -202,11 +309,13 @@ def sdpa_case(args, dtype, Bn, H, S, D):
     with sdpa_kernel([SDPBackend.MATH]):
         ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     err = ((o.float() - ref).norm() / ref.norm()).item()
-    row = {"op": "sdpa", "shape": [Bn, H, S, D], "dtype": dtype, "run": run, "config": doc["config"], "rel_err": err}
+    fl = 4 * Bn * H * S * S * D
+    row = {"op": "sdpa", "shape": [Bn, H, S, D], "dtype": dtype, "kernel": "sdpa_fwd", "run": run,
+           "config": doc["config"], "rel_err": err, "flops": fl, "skipped": {}}
     names, fns = ["ours"], [ours]
     for name, backend in BACKENDS.items():
-        row[name + "_us"] = None
         if name == "math" and Bn * H * S * S * 2 > 2**33:
+            row["skipped"][name] = "too large for the math backend here"
             continue
 
         def f(backend=backend):
@@ -215,26 +324,100 @@ def sdpa_case(args, dtype, Bn, H, S, D):
         try:
             f()
             torch.cuda.synchronize()
-        except RuntimeError:
-            continue  # the backend does not take this shape or type
+        except RuntimeError as e:  # the backend does not take this shape or type
+            row["skipped"][name] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+            continue
         names.append(name)
         fns.append(f)
-    med, ratios = bench(fns)
-    for name, us, rs in zip(names, med, ratios):
-        row[name + "_us"] = us
-        if name != "ours":
-            row["vs_" + name] = us / med[0]
-            row["vs_" + name + "_rounds"] = rs
-    fl = 4 * Bn * H * S * S * D
-    row["ours_tflops"] = fl / row["ours_us"] / 1e6
+    row.update(measure(args, timer, names, fns, fl))
     return row
 
 
 def fmt(x, spec):
-    return "-" if x is None else format(x, spec)
+    return format("-", ">" + spec.split(".")[0]) if x is None else format(x, spec)
 
 
-if __name__ == "__main__":
+def flag(r):
+    return "?" if r.get("unstable") is None else "!" if r["unstable"] else ""
+
+
+def pct(x):
+    return "-" if x is None else "inf" if x == math.inf else f"{100 * x:.1f}%"
+
+
+def label(r):
+    s = r["shape"]
+    return f"{s[0]}x{s[1]}x{s[2]} {r['dtype']}" if r["op"] == "gemm" else f"{r['dtype']} {','.join(map(str, s))}"
+
+
+def kus(r, name, what="kernel_us"):
+    c = r.get("contenders", {}).get(name)
+    return None if c is None else c[what]
+
+
+def vs(r, name, what="kernel"):
+    x = r.get("vs", {}).get(name)
+    return None if x is None else x[what]
+
+
+GEMM_HEAD = (f"{'GEMM':<22} {'ours us':>9} {'TFLOP/s':>8} {'cuBLAS us':>10} {'TFLOP/s':>8} {'vs cuBLAS':>9} "
+             f"{'rounds':>11} {'spread':>7} ! {'rel err':>8} | {'ev ours':>8} {'ev cuBLAS':>9} {'ev vs':>6}")
+SDPA_HEAD = (f"{'attention (non-causal)':<22} {'ours us':>8} {'TFLOP/s':>7} {'flash':>8} {'cuDNN':>8} {'effic.':>8} "
+             f"{'math':>9} {'vs flash':>8} {'vs cuDNN':>8} {'spread':>7} ! {'rel err':>8} | {'ev ours':>8} "
+             f"{'ev flash':>8} {'ev cuDNN':>8}")
+
+
+def gemm_line(r):
+    if "error" in r:
+        return f"{label(r):<22} error: {r['error'][:150]}"
+    rs = vs(r, "cublas", "kernel_rounds")
+    return (f"{label(r):<22} {kus(r, 'ours'):>9.1f} {r['contenders']['ours']['kernel_tflops']:>8.1f} "
+            f"{kus(r, 'cublas'):>10.1f} {r['contenders']['cublas']['kernel_tflops']:>8.1f} {vs(r, 'cublas'):>8.3f}x "
+            f"{min(rs):>5.3f}-{max(rs):<5.3f} {pct(r['max_spread']):>7} {flag(r):1} {r['rel_err']:>8.1e} | "
+            f"{kus(r, 'ours', 'event_us'):>8.1f} {kus(r, 'cublas', 'event_us'):>9.1f} {vs(r, 'cublas', 'event'):>5.3f}x")
+
+
+def sdpa_line(r):
+    if "error" in r:
+        return f"{label(r):<22} error: {r['error'][:150]}"
+    return (f"{label(r):<22} {kus(r, 'ours'):>8.1f} {r['contenders']['ours']['kernel_tflops']:>7.1f} "
+            f"{fmt(kus(r, 'flash'), '8.1f')} {fmt(kus(r, 'cudnn'), '8.1f')} {fmt(kus(r, 'efficient'), '8.1f')} "
+            f"{fmt(kus(r, 'math'), '9.1f')} {fmt(vs(r, 'flash'), '7.3f')}x {fmt(vs(r, 'cudnn'), '7.3f')}x "
+            f"{pct(r['max_spread']):>7} {flag(r):1} {r['rel_err']:>8.1e} | {kus(r, 'ours', 'event_us'):>8.1f} "
+            f"{fmt(kus(r, 'flash', 'event_us'), '8.1f')} {fmt(kus(r, 'cudnn', 'event_us'), '8.1f')}")
+
+
+LEGEND = ("# us: kernel time (CUPTI, L2 flushed, launch excluded), median over rounds; vs X: X's kernel time over "
+          "ours (>1: ours faster);\n# rounds: lowest-highest per-round ratio; spread: the largest max/min-1 over "
+          "rounds of any contender's kernel time or ratio;\n# !: spread over {thr:.0%} (do not quote), ?: one round; "
+          "ev: event time (triton do_bench, launch and host gaps included).")
+
+
+def table(rows, threshold):
+    out = [LEGEND.format(thr=threshold)]
+    g = [r for r in rows if r["op"] == "gemm"]
+    a = [r for r in rows if r["op"] == "sdpa"]
+    if g:
+        out += ["", GEMM_HEAD] + [gemm_line(r) for r in g]
+    if a:
+        out += ["", SDPA_HEAD] + [sdpa_line(r) for r in a]
+    return "\n".join(out)
+
+
+def document(args, timer, rows):
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "cudnn": torch.backends.cudnn.version(), "triton": triton.__version__, "argv": sys.argv[1:],
+            "timing": {"primary": "kernel_us: CUPTI kernel time (torch.profiler), L2 flushed before every call, "
+                                  "contenders interleaved call by call; median of calls per round, median over rounds",
+                       "secondary": "event_us: triton do_bench median (CUDA events, L2 flushed), launch included",
+                       "flush_bytes": timer.cache.numel() * timer.cache.element_size(),
+                       "flush_kernels": sorted(n[:160] for n in timer.flush_names),
+                       "flush_us": timer.flush_us, "rounds": args.rounds, "rep_ms": args.rep,
+                       "max_calls": args.calls, "unstable_threshold": args.unstable},
+            "rows": rows}
+
+
+def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--evotune", default="build/evotune")
     ap.add_argument("--db", default="evotune.db")
@@ -245,40 +428,47 @@ if __name__ == "__main__":
     ap.add_argument("--anchors", action="store_true", help="every shape of ANCHORS.md (GEMM bf16, attention fp16/bf16)")
     ap.add_argument("--only", choices=["gemm", "sdpa"], help="with --anchors: one kind")
     ap.add_argument("--tune-budget", type=int, default=0, help="tune shapes that have no run yet, with this budget")
-    ap.add_argument("--rep", type=int, default=200, help="do_bench repetition time per function, ms (over all rounds)")
-    ap.add_argument("--rounds", type=int, default=5,
-                    help="interleaved rounds: every function timed in each, rotated order (the 'rounds' column: "
-                         "the lowest and highest per-round ratio)")
-    ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--tune-only", action="store_true", help="tune the shapes that have no run yet, then stop")
+    ap.add_argument("--rep", type=int, default=200,
+                    help="ms of GPU time per contender over all rounds, for each of the two figures")
+    ap.add_argument("--calls", type=int, default=100, help="most calls per contender per round for kernel time")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds, rotated order")
+    ap.add_argument("--unstable", type=float, default=0.10,
+                    help="flag a row whose rounds disagree by more than this fraction")
+    ap.add_argument("--json", help="write the document here (rewritten after every row)")
     args = ap.parse_args()
     torch.zeros(1, device="cuda")  # PyTorch's context is current: cubins load into it
     gemms = [tuple(map(int, s.split(","))) for s in args.gemm]
     sdpas = [(args.dtype, tuple(map(int, s.split(",")))) for s in args.sdpa]
+    gemm_dtype = "bf16" if args.anchors else args.dtype
     if args.anchors:
         gemms += ANCHOR_GEMM if args.only in (None, "gemm") else []
         sdpas += ANCHOR_SDPA if args.only in (None, "sdpa") else []
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
+    if args.tune_only:
+        for (M, N, K) in gemms:
+            print(f"gemm {M}x{N}x{K} {gemm_dtype}: run {winner(args, args.kernel, f'M={M},N={N},K={K}', gemm_dtype)[0]}")
+        for dtype, (Bn, H, S, D) in sdpas:
+            print(f"sdpa {dtype} {Bn},{H},{S},{D}: run {winner(args, 'sdpa_fwd', f'B={Bn},H={H},S={S},D={D}', dtype)[0]}")
+        return
+    timer = KernelTimer()
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}; "
+          f"flush {timer.flush_us:.1f} us", flush=True)
+    cases = [("gemm", (M, N, K), gemm_dtype) for (M, N, K) in gemms] + [("sdpa", s, d) for d, s in sdpas]
     rows = []
-    if gemms:
-        print(f"\n{'GEMM ' + args.kernel:<28} {'ours us':>9} {'TFLOP/s':>8} {'cuBLAS us':>10} {'TFLOP/s':>8} {'vs cuBLAS':>9} "
-              f"{'rounds':>10} {'rel err':>8}")
-    for (M, N, K) in gemms:
-        r = gemm_case(args, M, N, K, "bf16" if args.anchors else args.dtype)
+    for n, (op, shape, dtype) in enumerate(cases):
+        if n == 0 or cases[n - 1][0] != op:
+            print("\n" + (GEMM_HEAD if op == "gemm" else SDPA_HEAD), flush=True)
+        try:
+            r = gemm_case(args, timer, *shape, dtype) if op == "gemm" else sdpa_case(args, timer, dtype, *shape)
+        except (Exception, SystemExit) as e:  # one shape's failure (tuning, export, timing) keeps the others
+            r = {"op": op, "shape": list(shape), "dtype": dtype, "error": f"{type(e).__name__}: {e}"}
         rows.append(r)
-        label = f"{M}x{N}x{K} {r['dtype']}"
-        print(f"{label:<28} {r['ours_us']:>9.1f} {r['ours_tflops']:>8.1f} "
-              f"{r['cublas_us']:>10.1f} {r['cublas_tflops']:>8.1f} {r['vs_cublas']:>8.3f}x "
-              f"{spread(r['vs_cublas_rounds']):>10} {r['rel_err']:>8.1e}", flush=True)
-    if sdpas:
-        print(f"\n{'attention (non-causal)':<28} {'ours us':>9} {'TFLOP/s':>8} {'flash':>8} {'cuDNN':>8} {'effic.':>8} {'math':>9} "
-              f"{'vs flash':>8} {'vs cuDNN':>8} {'rel err':>8}")
-    for dtype, (Bn, H, S, D) in sdpas:
-        r = sdpa_case(args, dtype, Bn, H, S, D)
-        rows.append(r)
-        label = f"{dtype} {Bn},{H},{S},{D}"
-        print(f"{label:<28} {r['ours_us']:>9.1f} {r['ours_tflops']:>8.1f} {fmt(r.get('flash_us'), '8.1f')} "
-              f"{fmt(r.get('cudnn_us'), '8.1f')} {fmt(r.get('efficient_us'), '8.1f')} {fmt(r.get('math_us'), '9.1f')} "
-              f"{fmt(r.get('vs_flash'), '7.2f')}x {fmt(r.get('vs_cudnn'), '7.2f')}x {r['rel_err']:>8.1e}", flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        print(gemm_line(r) if op == "gemm" else sdpa_line(r), flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(document(args, timer, rows), f, indent=1)
+    print("\n" + table(rows, args.unstable), flush=True)
+
+
+if __name__ == "__main__":
+    main()

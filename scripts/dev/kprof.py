@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Developer probe for a lent GPU host: kernel time against event time, gemm_sm90 and cuBLAS.
 
-bench/side_by_side.py times each launch between two CUDA events, after an L2
-flush, so what it reports is the kernel plus whatever the launch costs on the
-GPU between the events. This runs the same loop under torch.profiler (CUPTI
-kernel records) for each evotune run given and for cuBLAS on the same inputs,
-interleaved over --rounds, and prints per contender the median event time, the
-median kernel duration (CUPTI) and their difference, and the gap from the
-flush kernel's end to the GEMM kernel's start.
+Event time (two CUDA events around each launch, after an L2 flush) is the
+kernel plus whatever the launch costs on the GPU between the events. This
+times each evotune run given and cuBLAS on the same inputs, --rounds rounds
+in rotated order, with bench/kernel_time.py (CUPTI kernel records under
+torch.profiler, events recorded around every call as well), and prints per
+contender the median event time, the median kernel time and their
+difference, and the gap from the flush's end to the GEMM kernel's start.
 
     scripts/dev/kprof.py --evotune .device-build/evotune --db b.db --runs 1,2 --shape 8192,1024,8192
 
@@ -22,9 +22,9 @@ import sys
 
 import numpy as np
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+from kernel_time import KernelTimer  # noqa: E402
 from side_by_side import TunedKernel, make_tensors  # noqa: E402
 
 
@@ -59,10 +59,10 @@ def main():
     a = t0["A"].view(M, K)
     b = t0["B"].view(K, N)
     contenders.append(("cuBLAS", lambda: a @ b, None))
-    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    timer = KernelTimer()
     for _, fn, _ in contenders:  # warm-up
         for _ in range(20):
-            cache.zero_()
+            timer.flush()
             fn()
     torch.cuda.synchronize()
     stats = {name: {"event": [], "kernel": [], "gap": []} for name, _, _ in contenders}
@@ -70,29 +70,11 @@ def main():
     for r in range(args.rounds):
         order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
         for name, fn, _ in order:
-            ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.reps)]
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for i in range(args.reps):
-                    cache.zero_()
-                    ev[i][0].record()
-                    fn()
-                    ev[i][1].record()
-                torch.cuda.synchronize()
-            stats[name]["event"] += [x.elapsed_time(y) * 1e3 for x, y in ev]
-            kern = sorted((e for e in prof.events() if e.device_type.name == "CUDA"), key=lambda e: e.time_range.start)
-            # Pairs of (flush kernel, GEMM kernel) in stream order.
-            prev_end = None
-            n0 = len(stats[name]["kernel"])
-            for e in kern:
-                is_gemm = "gemm" in e.name or "nvjet" in e.name or "cutlass" in e.name or "sm90" in e.name
-                if is_gemm:
-                    stats[name]["kernel"].append(e.time_range.end - e.time_range.start)
-                    if prev_end is not None:
-                        stats[name]["gap"].append(e.time_range.start - prev_end)
-                    prev_end = None
-                else:
-                    prev_end = e.time_range.end
-            per_round[name].append(np.median(stats[name]["kernel"][n0:]))
+            calls = timer.run([fn], args.reps, events=True)[0]
+            stats[name]["event"] += [c.event_us for c in calls]
+            stats[name]["kernel"] += [c.kernel_us for c in calls]
+            stats[name]["gap"] += [c.lead_us for c in calls]
+            per_round[name].append(np.median([c.kernel_us for c in calls]))
     print(f"{'contender':<10} {'event us':>9} {'kernel us':>10} {'event-kernel':>13} {'flush end->start':>17}  n")
     for name, s in stats.items():
         ev, kn, gp = (np.median(s[k]) if s[k] else float("nan") for k in ("event", "kernel", "gap"))
