@@ -1119,40 +1119,46 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     return e;
   };
 
-  // ---- the elites under compute-sanitizer: a finding drops one, the next moves up
+  // ---- the elites under compute-sanitizer: a finding drops one, the next
+  // moves up. Each round checks every elite not checked yet, all at once.
   if (!interrupted && gate && sanitize.mode == "elites") {
     const auto t0 = Clock::now();
     int checked = 0, rejected = 0;
     std::set<int64_t> seen;
     try {
       for (;;) {
-        const std::vector<Trial>& el = population.elites();
-        auto next = std::find_if(el.begin(), el.end(),
-                                 [&](const Trial& t) { return t.sanitized.empty() && !seen.count(t.id); });
-        if (next == el.end()) break;
-        const Trial t = *next;
-        seen.insert(t.id);
-        Entry e = stage(t.config);
-        if (e.trial) continue;
-        auto limit = sanitizer_limit(time_limit());
-        auto t1 = Clock::now();
-        std::optional<SanitizerFinding> f = gate->check(make_request(e), gpus.front().ordinal, limit);
-        gpu_busy_s += seconds_since(t1);
-        ++checked;
-        if (!f) {
-          store.record_sanitized(t.id, join(gate->tools(), ","));
-          continue;
+        std::vector<Trial> round;
+        std::vector<EvalRequest> reqs;
+        for (const Trial& t : population.elites()) {
+          if (!t.sanitized.empty() || !seen.insert(t.id).second) continue;
+          Entry e = stage(t.config);
+          if (e.trial) continue;  // no longer passes the gates: nothing to check
+          round.push_back(t);
+          reqs.push_back(make_request(e));
         }
-        ++rejected;
-        population.remove(t.config);
-        store.record_sanitizer_finding(run.id, t.id, f->status, f->report, population.elite_ids());
-        --counts[static_cast<size_t>(TrialStatus::ok)];
-        ++counts[static_cast<size_t>(f->status)];
-        if (default_trial && default_trial->id == t.id) default_trial->status = f->status;
-        if (!o.quiet)
-          out << strfmt("sanitizer: trial %d is %s: %s", t.seq, to_string(f->status).c_str(),
-                        first_lines(f->report, 1).substr(0, 160).c_str())
-              << std::endl;
+        if (round.empty()) break;
+        const auto t1 = Clock::now();
+        auto findings = gate->check_all(reqs, gpus.front().ordinal, sanitizer_limit(time_limit()));
+        gpu_busy_s += seconds_since(t1);
+        checked += static_cast<int>(round.size());
+        for (size_t i = 0; i < round.size(); ++i) {
+          const Trial& t = round[i];
+          const std::optional<SanitizerFinding>& f = findings[i];
+          if (!f) {
+            store.record_sanitized(t.id, join(gate->tools(), ","));
+            continue;
+          }
+          ++rejected;
+          population.remove(t.config);
+          store.record_sanitizer_finding(run.id, t.id, f->status, f->report, population.elite_ids());
+          --counts[static_cast<size_t>(TrialStatus::ok)];
+          ++counts[static_cast<size_t>(f->status)];
+          if (default_trial && default_trial->id == t.id) default_trial->status = f->status;
+          if (!o.quiet)
+            out << strfmt("sanitizer: trial %d is %s: %s", t.seq, to_string(f->status).c_str(),
+                          first_lines(f->report, 1).substr(0, 160).c_str())
+                << std::endl;
+        }
       }
     } catch (const EngineError& err) {
       if (sanitize.asked) throw;

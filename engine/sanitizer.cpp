@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <regex>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -108,15 +111,45 @@ SanitizerGate::SanitizerGate(std::string sanitizer, std::string exe, const Setup
 }
 
 std::optional<SanitizerFinding> SanitizerGate::check(const EvalRequest& req, int device, double timeout_s) const {
-  EvalRequest sub;
-  sub.cubins = req.cubins;
-  for (size_t i : problems_) {
-    sub.launches.push_back(req.launches.at(i));
-    sub.abort_us.push_back(0);
+  return check_all({req}, device, timeout_s).front();
+}
+
+std::vector<std::optional<SanitizerFinding>> SanitizerGate::check_all(const std::vector<EvalRequest>& reqs, int device,
+                                                                      double timeout_s, int parallel) const {
+  std::vector<EvalRequest> subs;
+  for (const EvalRequest& req : reqs) {
+    EvalRequest sub;
+    sub.cubins = req.cubins;
+    for (size_t i : problems_) {
+      sub.launches.push_back(req.launches.at(i));
+      sub.abort_us.push_back(0);
+    }
+    subs.push_back(std::move(sub));
   }
-  for (const auto& tool : tools_)
-    if (auto f = run_tool(tool, sub, device, timeout_s)) return f;
-  return std::nullopt;
+  // Job k is candidate k / tools, tool k % tools.
+  const size_t n_tools = tools_.size(), n_jobs = subs.size() * n_tools;
+  std::vector<std::optional<SanitizerFinding>> found(n_jobs);
+  std::vector<std::exception_ptr> failed(n_jobs);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next++) < n_jobs;) {
+      try {
+        found[k] = run_tool(tools_[k % n_tools], subs[k / n_tools], device, timeout_s);
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < std::min<size_t>(n_jobs, static_cast<size_t>(std::max(parallel, 1))); ++i)
+    threads.emplace_back(work);
+  for (auto& t : threads) t.join();
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
+  std::vector<std::optional<SanitizerFinding>> out(subs.size());
+  for (size_t k = 0; k < n_jobs; ++k)
+    if (found[k] && !out[k / n_tools]) out[k / n_tools] = found[k];
+  return out;
 }
 
 std::optional<SanitizerFinding> SanitizerGate::run_tool(const std::string& tool, const EvalRequest& req, int device,

@@ -44,9 +44,15 @@ class SanitizerGate {
                 std::vector<std::string> tools);
 
   // Runs the candidate (a request for every problem of the tuner's set-up)
-  // under each tool in turn, on `device`; the first finding, or nullopt when
-  // every tool is clean. Throws EngineError when the sanitizer itself fails.
+  // under each tool, on `device`; the finding of the first tool (in the
+  // spec's order) that has one, or nullopt when every tool is clean. Throws
+  // EngineError when the sanitizer itself fails.
   std::optional<SanitizerFinding> check(const EvalRequest& req, int device, double timeout_s) const;
+  // The same for several candidates. Every (candidate, tool) pair is a
+  // process of its own, up to `parallel` at a time: the sanitizer's start-up
+  // (about a second) dominates on small check shapes.
+  std::vector<std::optional<SanitizerFinding>> check_all(const std::vector<EvalRequest>& reqs, int device,
+                                                         double timeout_s, int parallel = 8) const;
 
   const std::vector<std::string>& tools() const { return tools_; }
   const std::string& path() const { return sanitizer_; }
