@@ -508,6 +508,10 @@ std::string export_header(const ExportInput& in) {
     o << ", " << strfmt("%.2fx", in.default_trial->fitness / w.fitness) << " over the default config ("
       << fmt_us(in.default_trial->fitness) << ")";
   o << "\n";
+  o << "// Checked:   verified on the check shapes, after the timed launches too; "
+    << (w.sanitized.empty() ? std::string("no compute-sanitizer run")
+                            : "compute-sanitizer " + one_line(w.sanitized) + " found nothing")
+    << "\n";
   o << "// Resources: " << w.res.registers << " registers, shared memory " << w.res.smem_static << " B static + "
     << w.res.smem_dynamic << " B dynamic, spills " << w.res.spill_bytes() << " B, stack " << w.res.stack_frame
     << " B\n//\n";

@@ -260,6 +260,7 @@ TEST_CASE("the header of a single-problem run is complete and compiles alone wit
   KernelSpec spec = test_spec();
   RunInfo run = run_of(spec, {"M=4096,N=2048,K=1001"});
   Trial winner = trial(57, "BLOCK_M=256,BLOCK_N=128,WARPS=8,STAGES=3,SPLIT_K=2", {61.25});
+  winner.sanitized = "memcheck,racecheck";
   Trial def = trial(1, "BLOCK_M=128,BLOCK_N=64,WARPS=4,STAGES=2,SPLIT_K=1", {122.5});
   REQUIRE_FALSE(spec.invalid_reason(winner.config, run.problems, DeviceTraits::for_arch(90)));
   ExportInput in;
@@ -275,7 +276,8 @@ TEST_CASE("the header of a single-problem run is complete and compiles alone wit
   for (const char* s :
        {"gemm-test", "run 5", "NVIDIA H200", "cc 9.0", "sm_90a", "580.159.04", "runtime 12.8", "NVRTC 13.0", "API 13.0",
         "strategy evo, seed 42, budget 128", "M=4096,N=2048,K=1001,SPLIT=1", "fp16", "p50 61.250 us",
-        "max abs err 0.0123", "mean abs err 0.000456", "2.00x over the default", "2026-11-21T10:30:00Z", "trial 57"})
+        "max abs err 0.0123", "mean abs err 0.000456", "2.00x over the default", "2026-11-21T10:30:00Z", "trial 57",
+        "compute-sanitizer memcheck,racecheck found nothing"})
     CHECK(contains(h, s));
   // Include guard, macros and constexpr values.
   CHECK(contains(h, "#ifndef EVOTUNE_TUNED_GEMM_TEST_H_"));
