@@ -108,14 +108,16 @@ void create_database(const std::string& path) {
       for (const char* suffix : {"", "-journal", "-wal", "-shm"}) ::unlink((tmp + suffix).c_str());
     }
   } remove{tmp};
-  {
+  try {
     sql::Db db = sql::open(tmp, false, false);
     schema::configure_read_write(db.get());
     schema::migrate(db.get(), schema::latest_version());
     // Every commit into the file itself, which is all that is linked.
-    sql::exec(db.get(), "PRAGMA wal_checkpoint(TRUNCATE)", "creating " + path);
+    sql::exec(db.get(), "PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing");
     int rc = sqlite3_close(db.release());
-    if (rc != SQLITE_OK) throw StoreError("cannot create database " + path + ": " + sqlite3_errstr(rc));
+    if (rc != SQLITE_OK) throw StoreError(sqlite3_errstr(rc));
+  } catch (const StoreError& e) {
+    throw StoreError("cannot create database " + path + " (building it in " + tmp + "): " + e.what());
   }
   if (::link(tmp.c_str(), path.c_str()) == 0 || errno == EEXIST) return;
   const int link_errno = errno;
