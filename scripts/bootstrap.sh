@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Installs what evotune needs to build on Debian/Ubuntu (the CUDA toolkit must
 # already be installed), then configures and builds it in ./build.
+# With --sanitize: builds the program and its unit tests with AddressSanitizer
+# and UndefinedBehaviorSanitizer in ./build-asan instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+sanitize=0
+if [ "${1:-}" = "--sanitize" ]; then
+  sanitize=1
+fi
 
 if [ -d /usr/local/cuda/bin ] && ! command -v nvcc >/dev/null; then
   export PATH=/usr/local/cuda/bin:$PATH
@@ -26,5 +33,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${EVOTUNE_CMAKE_ARGS:-} >/dev/null
-cmake --build build -j "$(nproc)"
+if [ $sanitize -eq 1 ]; then
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEVOTUNE_SANITIZE=ON -DEVOTUNE_BUILD_EXAMPLES=OFF \
+    ${EVOTUNE_CMAKE_ARGS:-} >/dev/null
+  cmake --build build-asan -j "$(nproc)" --target evotune evotune_tests
+else
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${EVOTUNE_CMAKE_ARGS:-} >/dev/null
+  cmake --build build -j "$(nproc)"
+fi

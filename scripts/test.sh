@@ -2,8 +2,42 @@
 # Builds evotune and runs its tests. GPU tests run where there is a CUDA
 # device and are reported as skipped (with the reason) where there is none.
 # They run first, so that the last summary CTest prints is the unit suite's.
+#
+#   scripts/test.sh [--sanitize] [CTEST ARGS...]
+#
+# --sanitize builds in ./build-asan with AddressSanitizer and
+# UndefinedBehaviorSanitizer and runs the unit tests there (not the GPU
+# tests). AddressSanitizer's reports (leaks included) are written to files,
+# so that one from an evotune child whose output a test discards still fails
+# the run and is printed; UndefinedBehaviorSanitizer ends the process at its
+# first report, on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  ./scripts/bootstrap.sh --sanitize
+  cd build-asan
+  reports="$PWD/sanitizer-reports"
+  rm -rf "$reports"
+  mkdir -p "$reports"
+  export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1"
+  export UBSAN_OPTIONS="log_path=$reports/ubsan:halt_on_error=1:print_stacktrace=1"
+  set +e
+  ctest --output-on-failure -LE gpu "$@"
+  rc=$?
+  set -e
+  if compgen -G "$reports/*" >/dev/null; then
+    echo "sanitizer reports (build-asan/sanitizer-reports):"
+    for f in "$reports"/*; do
+      echo "== $f"
+      cat "$f"
+    done
+    rc=1
+  fi
+  exit $rc
+fi
+
 ./scripts/bootstrap.sh
 cd build
 set +e

@@ -1,6 +1,8 @@
 #include "store/schema.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include <sqlite3.h>
@@ -39,6 +41,27 @@ Db open(const std::string& path, bool read_only, bool create) {
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   Db db(raw);  // closes the handle SQLite returns even on failure
+  if (rc != SQLITE_OK) fail(raw, rc, "cannot open database " + path);
+  sqlite3_extended_result_codes(raw, 1);
+  return db;
+}
+
+Db open_immutable(const std::string& path) {
+  // A URI names the file: everything but unreserved characters percent-encoded.
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || std::strchr("-._~/", c)) {
+      uri += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      uri += hex;
+    }
+  }
+  uri += "?immutable=1";
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  Db db(raw);
   if (rc != SQLITE_OK) fail(raw, rc, "cannot open database " + path);
   sqlite3_extended_result_codes(raw, 1);
   return db;

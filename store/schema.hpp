@@ -45,6 +45,10 @@ class Db {
 
 // sqlite3_open_v2 with extended result codes; throws SqlError naming the path.
 Db open(const std::string& path, bool read_only, bool create);
+// Read-only with SQLite's `immutable` flag: no locks, no PATH-wal or PATH-shm,
+// the file read as it is. Only for a file that nobody writes and whose
+// commits are all in it (a WAL database closed cleanly).
+Db open_immutable(const std::string& path);
 
 // Owns a prepared statement. Parameters are 1-based, columns 0-based.
 class Stmt {

@@ -54,7 +54,31 @@ void check_sqlite_header(const std::string& path) {
     throw StoreError(not_evotune(path, "file is not a database"));
 }
 
-void check_can_create(const std::string& path) {
+// Whether the file is an SQLite database in WAL mode (header bytes 18-19).
+bool wal_format(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[20] = {};
+  return in.read(head, sizeof head) && head[18] == 2 && head[19] == 2;
+}
+
+std::string unreadable_wal(const std::string& path) {
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  return "cannot read " + path + ": its write-ahead log " + path +
+         "-wal holds commits that are not in the file yet, and SQLite cannot create " + path + "-shm in " +
+         dir.string() + " to read them (the directory is not writable). Copy " + path + " and " + path +
+         "-wal together to a writable directory and read the copy, or, where the directory is writable, run "
+         "`sqlite3 " +
+         path + " 'PRAGMA wal_checkpoint(TRUNCATE)'` to move the log into the file";
+}
+
+// Creates the database at `path` whole: the schema is built in a file of its
+// own beside it, which is then linked to `path` (a link, unlike a rename,
+// never replaces a file). Another process opening `path` meanwhile finds no
+// file or a database at the latest schema, never an empty file or part of a
+// schema; when two processes create `path` at once, one file wins and both
+// use it.
+void create_database(const std::string& path) {
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
@@ -68,10 +92,38 @@ void check_can_create(const std::string& path) {
                      std::strerror(errno) + ")");
   // access() says yes to root everywhere; creating the file says what the
   // file system thinks (SQLite's own error would report its read-only retry).
-  // The empty file is left for SQLite, which takes it as a new database.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0 && errno != EEXIST) throw StoreError("cannot create database " + path + ": " + std::strerror(errno));
-  if (fd >= 0) ::close(fd);
+  std::string tmp;
+  for (int i = 0;; ++i) {
+    tmp = path + ".new-" + std::to_string(::getpid()) + "-" + std::to_string(i);
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      break;
+    }
+    if (errno != EEXIST) throw StoreError("cannot create database " + path + ": " + std::strerror(errno));
+  }
+  struct Remove {
+    const std::string& tmp;
+    ~Remove() {
+      for (const char* suffix : {"", "-journal", "-wal", "-shm"}) ::unlink((tmp + suffix).c_str());
+    }
+  } remove{tmp};
+  try {
+    sql::Db db = sql::open(tmp, false, false);
+    schema::configure_read_write(db.get());
+    schema::migrate(db.get(), schema::latest_version());
+    // Every commit into the file itself, which is all that is linked.
+    sql::exec(db.get(), "PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing");
+    int rc = sqlite3_close(db.release());
+    if (rc != SQLITE_OK) throw StoreError(sqlite3_errstr(rc));
+  } catch (const StoreError& e) {
+    throw StoreError("cannot create database " + path + " (building it in " + tmp + "): " + e.what());
+  }
+  if (::link(tmp.c_str(), path.c_str()) == 0 || errno == EEXIST) return;
+  const int link_errno = errno;
+  // File systems without hard links (FAT) can still rename without replacing.
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0 || errno == EEXIST) return;
+  throw StoreError("cannot create database " + path + ": " + std::strerror(link_errno));
 }
 
 void check_can_write(const std::string& path) {
@@ -284,22 +336,38 @@ Store Store::open(const std::string& path, Mode mode) {
   if (fs::is_directory(st)) throw StoreError(path + " is a directory, not a database file");
   if (!fs::exists(st)) {
     if (ro) throw StoreError("no database at " + path);
-    check_can_create(path);
-  } else {
-    check_sqlite_header(path);
-    if (!ro) check_can_write(path);
+    create_database(path);
   }
+  check_sqlite_header(path);
+  if (!ro) check_can_write(path);
 
-  sql::Db db = sql::open(path, ro, !ro);
-  sqlite3_busy_timeout(db.get(), 10000);
+  sql::Db db = sql::open(path, ro, false);
   int version = 0;
   std::vector<std::string> tables;
-  try {
-    // One read transaction: another process may be creating the schema right now.
+  auto read_schema = [&] {
+    sqlite3_busy_timeout(db.get(), 10000);
+    // One read transaction, so the version and the tables agree.
     sql::exec(db.get(), "BEGIN", "reading the schema");
     version = schema::user_version(db.get());
     tables = schema::user_tables(db.get());
     sql::exec(db.get(), "COMMIT", "reading the schema");
+  };
+  try {
+    try {
+      read_schema();
+    } catch (const sql::SqlError& e) {
+      // A WAL database is read through PATH-shm (and PATH-wal), which a
+      // reader creates when they are missing; in a directory it cannot write
+      // SQLite says "attempt to write a readonly database" or "unable to open".
+      const int primary = e.code & 0xff;
+      if (!ro || (primary != SQLITE_READONLY && primary != SQLITE_CANTOPEN) || !wal_format(path)) throw;
+      std::error_code wal_ec;
+      const auto wal_size = fs::file_size(path + "-wal", wal_ec);
+      if (!wal_ec && wal_size > 0) throw StoreError(unreadable_wal(path));
+      // No log: every commit is in the file, which is read as it is.
+      db = sql::open_immutable(path);
+      read_schema();
+    }
   } catch (const sql::SqlError& e) {
     int primary = e.code & 0xff;
     if (primary == SQLITE_NOTADB) throw StoreError(not_evotune(path, "file is not a database"));

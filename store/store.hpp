@@ -81,6 +81,9 @@ class Store {
   // Opens (and for read_write creates and migrates) the database at `path`.
   // Throws StoreError with a message a user can act on: unwritable directory,
   // a file that is not an SQLite database, a database of a newer evotune.
+  // A new database appears whole (never empty or half made to other
+  // processes); a read-only open in a directory the user cannot write reads
+  // the file as it is when every commit is in it (no PATH-wal).
   static Store open(const std::string& path, Mode mode = Mode::read_write);
 
   Store(Store&&) noexcept;

@@ -1,21 +1,21 @@
 // The whole tuning loop without a GPU: replay from a dataset (here a
 // synthetic one over the real gemm space, written by the test), determinism
-// end to end, and resume after kill -9 at random moments.
+// end to end, and resume after kill -9 at points set by what is committed.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "core/strings.hpp"
 #include "kernel_templates/registry.hpp"
@@ -108,6 +108,84 @@ std::vector<std::string> configs_of(const std::string& db, int64_t run) {
   return out;
 }
 
+// evotune with its progress output on a pipe of the smallest capacity the
+// kernel allows. The tuner prints a trial's line ("[ 17/1200] ok ...") only
+// after committing the trial, and blocks on the full pipe while the test does
+// not read, so the run is never more than a pipe's worth of lines ahead of what
+// the test has read: a kill right after reading line N lands after trial N is
+// committed and long before the run could end, whatever the machine's speed.
+class ProgressChild {
+ public:
+  explicit ProgressChild(const std::vector<std::string>& args) {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    REQUIRE(::fcntl(fds[0], F_SETPIPE_SZ, 4096) >= 0);
+    capacity_ = ::fcntl(fds[0], F_GETPIPE_SZ);
+    REQUIRE(capacity_ > 0);
+    std::vector<std::string> argv_s = {evotune_test::binary()};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(fds[1]);
+    fd_ = fds[0];
+    REQUIRE(rc == 0);
+  }
+  ~ProgressChild() {
+    if (pid_ > 0) kill_and_wait();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ProgressChild(const ProgressChild&) = delete;
+  ProgressChild& operator=(const ProgressChild&) = delete;
+
+  // How many progress lines the run can get ahead of the reader: a pipe full
+  // of the shortest possible lines ("[%3d/%d] %-17s " and a config), one held
+  // in a blocked write and one being formatted.
+  int max_lines_ahead() const { return capacity_ / 30 + 2; }
+
+  // Reads until a progress line reports `target` trials spent or the output
+  // ends; returns the highest count read.
+  int read_until(int target) {
+    int highest = 0;
+    size_t scanned = 0;
+    char buf[4096];
+    while (highest < target) {
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      out_.append(buf, static_cast<size_t>(n));
+      for (size_t nl; (nl = out_.find('\n', scanned)) != std::string::npos; scanned = nl + 1) {
+        int spent = 0, budget = 0;
+        if (std::sscanf(out_.c_str() + scanned, "[%d/%d]", &spent, &budget) == 2) highest = std::max(highest, spent);
+      }
+    }
+    return highest;
+  }
+
+  void kill_and_wait() {
+    ::kill(pid_, SIGKILL);
+    int st = 0;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+    killed_ = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+    pid_ = -1;
+  }
+  bool killed() const { return killed_; }
+  const std::string& output() const { return out_; }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  int capacity_ = 0;
+  bool killed_ = false;
+  std::string out_;
+};
 }  // namespace
 
 TEST_CASE("a replayed run records the dataset's results and is deterministic for a seed", "[replay]") {
@@ -139,56 +217,48 @@ TEST_CASE("a replayed run records the dataset's results and is deterministic for
   CHECK(r.status == "done");
 }
 
-TEST_CASE("kill -9 at random moments: resume loses and duplicates nothing", "[replay][resume]") {
+TEST_CASE("kill -9 after a seeded number of trials: resume loses and duplicates nothing", "[replay][resume]") {
   TempDir t;
   std::string data = write_synthetic_dataset(t.path);
   std::string db = (t.path / "k.db").string();
   const int budget = 1200;
+  const int rounds = 5;
   std::mt19937 rng(12345);
-  int kills = 0;
-  size_t last_count = 0;
-  for (int attempt = 0; attempt < 30; ++attempt) {
-    std::vector<std::string> args = {evotune_test::binary(), "--db", db, "run", "-q", "-j", "2"};
-    const bool fresh = !(fs::exists(db) && Store::open(db, Store::Mode::read_only).last_run_id() > 0);
-    if (!fresh) {
-      args.insert(args.end(), {"--resume", "1"});
-    } else {
+  int last_seen = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::string> args = {"--db", db, "run", "-j", "2"};
+    if (round == 0)
       args.insert(args.end(), {"--replay", data, "--budget", std::to_string(budget), "--seed", "9"});
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int status = 0;
-    // A fresh start is let create its run first (a loaded machine can take
-    // longer than the kill delays below), so that there is a run to resume.
-    for (int waited = 0; fresh && waited < 10000 && ::waitpid(pid, &status, WNOHANG) == 0; waited += 20) {
-      if (fs::exists(db) && Store::open(db, Store::Mode::read_only).last_run_id() > 0) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
-    if (::waitpid(pid, &status, WNOHANG) == 0) {
-      ::kill(pid, SIGKILL);
-      ++kills;
-    }
-    ::waitpid(pid, &status, 0);
-    if (!fs::exists(db)) continue;
+    else
+      args.insert(args.end(), {"--resume", "1"});
+    ProgressChild child(args);
+    // Each round kills at its own point, past what earlier rounds recorded and
+    // spread over the run; the margin keeps the end of the run out of reach.
+    const int slice = (budget - 2 * child.max_lines_ahead()) / rounds;
+    REQUIRE(slice > 1);
+    const int target = std::max(last_seen + 1, round * slice + 1 + static_cast<int>(rng() % (slice - 1)));
+    const int seen = child.read_until(target);
+    INFO("round " << round << ", target " << target << ", output:\n" << child.output());
+    REQUIRE(seen >= target);
+    child.kill_and_wait();
+    REQUIRE(child.killed());
+
     Store s = Store::open(db, Store::Mode::read_only);
-    if (s.last_run_id() == 0) continue;
+    REQUIRE(s.last_run_id() == 1);
+    // The kill landed mid-run.
+    CHECK(s.run(1)->status == "running");
     std::vector<Trial> trials = s.trials(1);
-    // Nothing committed is ever lost, and seqs stay 1..n.
-    CHECK(trials.size() >= last_count);
-    last_count = trials.size();
-    for (size_t i = 0; i < trials.size(); ++i) CHECK(trials[i].seq == static_cast<int>(i + 1));
-    if (s.run(1)->status == "done") break;
+    int spent = 0;
+    for (size_t i = 0; i < trials.size(); ++i) {
+      CHECK(trials[i].seq == static_cast<int>(i + 1));  // seqs stay 1..n
+      spent += trials[i].status != TrialStatus::invalid;
+    }
+    // Every trial the run reported is committed, and the run could not get
+    // far past what the test read.
+    CHECK(spent >= seen);
+    CHECK(spent < budget);
+    last_seen = spent;
   }
-  INFO(kills << " kills");
-  CHECK(kills >= 3);
   // Finish whatever is left.
   std::string log;
   int rc = run_cli({"--db", db, "run", "-q", "--resume", "1"}, &log);
@@ -200,11 +270,14 @@ TEST_CASE("kill -9 at random moments: resume loses and duplicates nothing", "[re
   std::vector<Trial> trials = s.trials(1);
   int spent = 0;
   std::set<std::string> seen;
-  for (const Trial& tr : trials) {
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const Trial& tr = trials[i];
+    CHECK(tr.seq == static_cast<int>(i + 1));
     CHECK(seen.insert(tr.config.canonical()).second);  // no duplicates
     spent += tr.status != TrialStatus::invalid;
   }
   CHECK(spent == budget);  // exactly the budget: nothing lost, nothing extra
+  CHECK(r.stats.trials == budget);
   // The stored population is the top K of the ok trials.
   std::vector<Trial> ok = s.trials(1, TrialStatus::ok);
   std::stable_sort(ok.begin(), ok.end(), [](const Trial& a, const Trial& b) { return a.fitness < b.fitness; });

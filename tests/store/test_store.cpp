@@ -4,9 +4,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include <grp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
@@ -939,4 +943,165 @@ TEST_CASE("stores move and deleting a run cascades", "[store]") {
   CHECK(count(path, "SELECT COUNT(*) FROM trials") == 0);
   CHECK(count(path, "SELECT COUNT(*) FROM measurements") == 0);
   CHECK(count(path, "SELECT COUNT(*) FROM elites") == 0);
+}
+
+// Another process creating the file is played by threads (SQLite locks the
+// same way between connections of one process): every read-only open while
+// it happens finds either no database or the whole latest schema, never an
+// empty file or a schema half made, and two creators make one database.
+TEST_CASE("a database being created is absent or complete to readers", "[store]") {
+  TempDir dir;
+  for (int round = 0; round < 20; ++round) {
+    const std::string path = dir.file("new" + std::to_string(round) + ".db");
+    std::atomic<int> created{0};
+    std::vector<std::string> creator_errors(2);
+    auto create = [&](size_t i) {
+      try {
+        Store s = Store::open(path);
+        if (s.schema_version() != Store::latest_schema_version()) creator_errors[i] = "not migrated";
+      } catch (const std::exception& e) {
+        creator_errors[i] = e.what();
+      }
+      ++created;
+    };
+    std::thread a(create, 0), b(create, 1);
+    std::vector<std::string> errors;
+    int complete = 0;
+    for (bool last = false; !last;) {
+      last = created.load() == 2;
+      try {
+        Store r = Store::open(path, Store::Mode::read_only);
+        if (r.schema_version() != Store::latest_schema_version())
+          errors.push_back("schema version " + std::to_string(r.schema_version()));
+        else if (!r.runs().empty())
+          errors.push_back("runs in a new database");
+        else
+          ++complete;
+      } catch (const StoreError& e) {
+        if (!contains(e.what(), "no database at")) errors.push_back(e.what());
+      }
+    }
+    a.join();
+    b.join();
+    INFO("round " << round);
+    CHECK(creator_errors == std::vector<std::string>(2));
+    CHECK(errors == std::vector<std::string>{});
+    CHECK(complete > 0);
+    // Nothing of the creation is left beside the database (and its WAL files).
+    std::vector<std::string> others;
+    for (const auto& e : fs::directory_iterator(dir.path)) {
+      std::string p = e.path().string();
+      if (p != path && p != path + "-wal" && p != path + "-shm" &&
+          p.find("/new" + std::to_string(round) + ".") != std::string::npos)
+        others.push_back(p);
+    }
+    CHECK(others == std::vector<std::string>{});
+  }
+}
+
+namespace {
+
+// Runs `f` where directory permissions apply: here, or when the tests run as
+// root (who writes anywhere), in a child process that has become user nobody.
+// Returns what `f` returned or the message of what it threw, prefixed by
+// "error: "; nullopt when no such place can be had (the caller skips).
+std::optional<std::string> where_permissions_apply(const std::function<std::string()>& f) {
+  auto call = [&]() -> std::string {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  if (::geteuid() != 0) return call();
+  int fds[2];
+  if (::pipe(fds) != 0) return std::nullopt;
+  pid_t pid = ::fork();
+  if (pid < 0) return std::nullopt;
+  if (pid == 0) {
+    ::close(fds[0]);
+    const uid_t nobody = 65534;
+    std::string out = ::setgroups(0, nullptr) == 0 && ::setgid(nobody) == 0 && ::setuid(nobody) == 0
+                          ? "ran: " + call()
+                          : "cannot become user nobody";
+    ssize_t n = ::write(fds[1], out.data(), out.size());
+    ::_exit(n == static_cast<ssize_t>(out.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  if (out.rfind("ran: ", 0) != 0) {
+    WARN("running as root and " << (out.empty() ? "the child failed" : out) << ": skipped");
+    return std::nullopt;
+  }
+  return out.substr(5);
+}
+
+// Read-only permissions for everyone.
+void make_read_only(const fs::path& p) {
+  using fs::perms;
+  fs::permissions(p, perms::owner_read | perms::owner_exec | perms::group_read | perms::group_exec |
+                         perms::others_read | perms::others_exec);
+}
+
+}  // namespace
+
+// A WAL database is read through PATH-shm, which SQLite creates beside it;
+// in a directory the user cannot write, a database closed cleanly (no
+// PATH-wal: every commit is in the file) is still read, and one whose log a
+// crashed writer left behind gets a message saying what to do.
+TEST_CASE("a database in a directory the user may not write is read, or says what to do", "[store]") {
+  TempDir dir;
+  fs::permissions(dir.path, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+  const fs::path shelf = dir.path / "shelf";
+  fs::create_directories(shelf);
+  const std::string path = (shelf / "results.db").string();
+  int64_t run = 0;
+  {
+    Store w = Store::open(path);
+    run = w.create_run(sample_run());
+    Trial t = sample_trial(128);
+    w.record_trial(run, t, {0});
+  }
+  REQUIRE_FALSE(fs::exists(path + "-wal"));
+  make_read_only(shelf);
+  auto read = [&] {
+    Store r = Store::open(path, Store::Mode::read_only);
+    return std::to_string(r.runs().size()) + " run, " + std::to_string(r.trials(run).size()) + " trial";
+  };
+  auto got = where_permissions_apply(read);
+  if (got) CHECK(*got == "1 run, 1 trial");
+  CHECK_FALSE(fs::exists(path + "-wal"));
+  CHECK_FALSE(fs::exists(path + "-shm"));
+
+  // A log that is not in the file yet: the copy of a database while a writer
+  // had it open.
+  const fs::path crashed = dir.path / "crashed";
+  fs::create_directories(crashed);
+  const std::string copy = (crashed / "results.db").string();
+  {
+    Store w = Store::open(dir.file("live.db"));
+    int64_t r = w.create_run(sample_run());
+    Trial t = sample_trial(64);
+    w.record_trial(r, t, {0});
+    REQUIRE(fs::file_size(dir.file("live.db-wal")) > 0);
+    fs::copy_file(dir.file("live.db"), copy);
+    fs::copy_file(dir.file("live.db-wal"), copy + "-wal");
+  }
+  make_read_only(crashed);
+  got = where_permissions_apply([&] {
+    Store r = Store::open(copy, Store::Mode::read_only);
+    return std::to_string(r.runs().size()) + " run";
+  });
+  if (got) {
+    CHECK(contains(*got, copy + "-wal"));
+    CHECK(contains(*got, "copy"));
+    CHECK(contains(*got, "writable"));
+    INFO(*got);
+    CHECK_FALSE(contains(*got, "attempt to write a readonly database"));
+  }
 }
