@@ -64,6 +64,14 @@ std::optional<int64_t> parse_int(std::string_view s) {
   return static_cast<int64_t>(v);
 }
 
+std::string quoted(std::string_view s, size_t max) {
+  std::string r = "\"";
+  if (s.size() <= max) return r.append(s).append("\"");
+  const size_t head = max * 2 / 3, tail = max - head;
+  r.append(s.substr(0, head)).append(" ... ").append(s.substr(s.size() - tail));
+  return r.append("\" (").append(std::to_string(s.size())).append(" characters)");
+}
+
 uint64_t fnv1a64(std::string_view data, uint64_t seed) {
   uint64_t h = seed;
   for (unsigned char c : data) {

@@ -17,6 +17,9 @@ bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
 // Whole-string integer ("128", "-3", "0x80"); nullopt on anything else.
 std::optional<int64_t> parse_int(std::string_view s);
+// `s` in double quotes for a message; past `max` characters only its start
+// and end, with its length (an expression can be 100 000 characters long).
+std::string quoted(std::string_view s, size_t max = 160);
 uint64_t fnv1a64(std::string_view data, uint64_t seed = 0xcbf29ce484222325ULL);
 std::string hex64(uint64_t v);
 // printf-style formatting into a std::string.
