@@ -246,7 +246,7 @@ Problem KernelSpec::parse_problem(const std::string& text, Dtype dtype) const {
         throw UsageError("malformed problem '" + text + "': '" + trim(part) + "' is not NAME=VALUE");
       std::string k = trim(part.substr(0, eq));
       auto v = parse_int(trim(part.substr(eq + 1)));
-      if (!v) throw UsageError("malformed problem '" + text + "': '" + trim(part) + "' needs an integer value");
+      if (!v) throw UsageError("malformed problem '" + text + "': '" + trim(part) + "' needs a decimal integer value");
       if (p.find(k)) throw UsageError("malformed problem '" + text + "': " + k + " given twice");
       p.dims.emplace_back(k, *v);
     }
@@ -261,7 +261,7 @@ Problem KernelSpec::parse_problem(const std::string& text, Dtype dtype) const {
                        " comma-separated integers (" + join(dims, ",") + ")");
     for (size_t i = 0; i < parts.size(); ++i) {
       auto v = parse_int(trim(parts[i]));
-      if (!v) throw UsageError("malformed shape '" + text + "': '" + trim(parts[i]) + "' is not an integer");
+      if (!v) throw UsageError("malformed shape '" + text + "': '" + trim(parts[i]) + "' is not a decimal integer");
       p.dims.emplace_back(all[i], *v);
     }
   }
@@ -619,7 +619,8 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       std::string name = eq == std::string::npos ? "" : trim(part.substr(0, eq));
       bool known = std::find(s.dims.begin(), s.dims.end(), name) != s.dims.end() || s.dim_defaults.count(name);
       if (eq == std::string::npos || !known || !parse_int(trim(part.substr(eq + 1))))
-        r.fail("[problem].check_shapes", "'" + cs + "' must be NAME=INT pairs over the kernel's dimensions");
+        r.fail("[problem].check_shapes",
+               "'" + cs + "' must be NAME=INTEGER pairs (decimal) over the kernel's dimensions");
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -55,13 +56,12 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 std::optional<int64_t> parse_int(std::string_view s) {
-  std::string t(s);
-  if (t.empty()) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(t.c_str(), &end, 0);
-  if (errno == ERANGE || end == t.c_str() || *end != '\0') return std::nullopt;
-  return static_cast<int64_t>(v);
+  const std::string_view digits = s.substr(!s.empty() && s[0] == '-' ? 1 : 0);
+  if (digits.empty() || (digits[0] == '0' && digits.size() > 1)) return std::nullopt;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
 }
 
 std::string quoted(std::string_view s, size_t max) {

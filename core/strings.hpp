@@ -15,7 +15,9 @@ std::string to_lower(std::string_view s);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
-// Whole-string integer ("128", "-3", "0x80"); nullopt on anything else.
+// A whole-string decimal integer ("128", "-3", "0"); nullopt on anything
+// else: a leading zero ("0512", which C would read as octal), hex, a '+',
+// spaces, or a value past int64. Numbers a user types are decimal.
 std::optional<int64_t> parse_int(std::string_view s);
 // `s` in double quotes for a message; past `max` characters only its start
 // and end, with its length (an expression can be 100 000 characters long).

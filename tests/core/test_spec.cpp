@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "core/spec.hpp"
+#include "core/strings.hpp"
 #include "kernel_templates/registry.hpp"
 #include "tests/catch.hpp"
 
@@ -245,4 +246,38 @@ TEST_CASE("a spec file on disk resolves its sources next to it", "[spec]") {
   std::filesystem::remove(dir / "r.cu");
   CHECK_THROWS_AS(load_kernel((dir / "spec.toml").string()), SpecError);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("numbers in shapes, check shapes and configs are decimal, never octal", "[spec]") {
+  CHECK(parse_int("0") == 0);
+  CHECK(parse_int("-3") == -3);
+  CHECK(parse_int("512") == 512);
+  CHECK(parse_int("9223372036854775807") == INT64_MAX);
+  CHECK(parse_int("-9223372036854775808") == INT64_MIN);
+  for (const char* text :
+       {"0512", "010", "08", "00", "-007", "0x10", "+5", "", "-", " 1", "1 ", "9223372036854775808", "1e3", "12abc"}) {
+    INFO(text);
+    CHECK_FALSE(parse_int(text));
+  }
+  KernelSpec s = parse(kSpec);
+  CHECK(s.parse_problem("1024,512", Dtype::fp16).at("N") == 512);
+  for (const char* shape : {"1024,0512", "1024,0x200", "M=1024,N=0512", "M=1024,N=0x200"}) {
+    INFO(shape);
+    try {
+      s.parse_problem(shape, Dtype::fp16);
+      FAIL("accepted");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find("decimal") != std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(Config::parse("TILE=010"), UsageError);
+  CHECK_THROWS_AS(Config::parse("TILE=0x20"), UsageError);
+  CHECK(Config::parse("TILE=32").at("TILE") == 32);
+  CHECK_THROWS_AS(parse(replace(kSpec, "check_shapes = [\"M=33,N=17\"]", "check_shapes = [\"M=033,N=17\"]")),
+                  SpecError);
+  const std::string space = "constraints = [\"threads <= TILE * 4\", \"TILE <= N\"]";
+  CHECK_THROWS_AS(parse(replace(kSpec, space, space + "\nstarts = [\"TILE=064\"]")), SpecError);
+  // In expressions too: a leading zero is refused, 0x hex is read as hex.
+  CHECK_THROWS_AS(parse(replace(kSpec, "\"TILE <= N\"", "\"TILE <= 0512\"")), SpecError);
+  CHECK(parse(replace(kSpec, "\"TILE <= N\"", "\"TILE <= 0x200\"")).constraints[1].text() == "TILE <= 0x200");
 }
