@@ -12,10 +12,15 @@
 
 namespace evotune {
 
+bool Value::is_integral() const {
+  if (is_int()) return true;
+  double d = std::get<double>(v_);
+  return std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18;
+}
+
 int64_t Value::as_int() const {
   if (is_int()) return std::get<int64_t>(v_);
-  double d = std::get<double>(v_);
-  if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18) return static_cast<int64_t>(d);
+  if (is_integral()) return static_cast<int64_t>(std::get<double>(v_));
   throw ExprError("expected an integer, got " + str());
 }
 
@@ -90,7 +95,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ExprError("in expression " + quoted(src_) + " at column " + std::to_string(tok_.pos + 1) + ": " + what);
+    throw ExprError("in expression " + in_quotes(src_) + " at column " + std::to_string(tok_.pos + 1) + ": " + what);
   }
 
   // Counts the nesting of the recursive productions: past kMaxExprDepth the
@@ -402,7 +407,9 @@ Value arith(Op op, const Value& a, const Value& b) {
 }
 
 Value negate(const Value& v) {
-  return v.is_int() ? arith(Op::Sub, int64_t{0}, v) : Value(-v.as_double());
+  if (!v.is_int()) return -v.as_double();
+  if (v.as_int() == INT64_MIN) throw ExprError("integer overflow (-(" + v.str() + "))");
+  return -v.as_int();
 }
 
 int compare(const Value& a, const Value& b) {
@@ -652,7 +659,7 @@ Value Expr::eval(const Resolver& resolve) const {
     return Evaluator(resolve).eval(*root_);
   } catch (const Failure& f) {
     const std::string part = text_.substr(f.begin, f.end - f.begin);
-    throw ExprError(f.what + " in " + quoted(part) + (part == text_ ? "" : ", part of " + quoted(text_)));
+    throw ExprError(f.what + " in " + in_quotes(part) + (part == text_ ? "" : ", part of " + in_quotes(text_)));
   }
 }
 

@@ -29,6 +29,8 @@ class Value {
   Value(int64_t i) : v_(i) {}  // NOLINT: implicit by design
   Value(double d) : v_(d) {}   // NOLINT
   bool is_int() const { return std::holds_alternative<int64_t>(v_); }
+  // An int, or a double with an exact int64 value.
+  bool is_integral() const;
   int64_t as_int() const;  // throws ExprError if not integral
   double as_double() const;
   bool truthy() const { return is_int() ? std::get<int64_t>(v_) != 0 : std::get<double>(v_) != 0.0; }

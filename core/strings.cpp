@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -64,7 +65,7 @@ std::optional<int64_t> parse_int(std::string_view s) {
   return v;
 }
 
-std::string quoted(std::string_view s, size_t max) {
+std::string in_quotes(std::string_view s, size_t max) {
   std::string r = "\"";
   if (s.size() <= max) return r.append(s).append("\"");
   const size_t head = max * 2 / 3, tail = max - head;
@@ -99,6 +100,9 @@ std::string strfmt(const char* fmt, ...) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error("cannot read " + path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
   std::ostringstream ss;

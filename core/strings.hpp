@@ -21,12 +21,13 @@ bool ends_with(std::string_view s, std::string_view suffix);
 std::optional<int64_t> parse_int(std::string_view s);
 // `s` in double quotes for a message; past `max` characters only its start
 // and end, with its length (an expression can be 100 000 characters long).
-std::string quoted(std::string_view s, size_t max = 160);
+std::string in_quotes(std::string_view s, size_t max = 160);
 uint64_t fnv1a64(std::string_view data, uint64_t seed = 0xcbf29ce484222325ULL);
 std::string hex64(uint64_t v);
 // printf-style formatting into a std::string.
 std::string strfmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-// Reads a whole file; throws std::runtime_error naming the path.
+// Reads a whole regular file; throws std::runtime_error naming the path
+// (also for a directory, which a stream would read as empty).
 std::string read_file(const std::string& path);
 // UTC time as "2026-11-21T10:00:00Z".
 std::string utc_now_iso();
