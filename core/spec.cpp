@@ -126,11 +126,96 @@ DeviceTraits DeviceTraits::for_arch(int cc) {
 
 // ------------------------------------------------------------ Scope
 
+const std::vector<std::string>& builtin_names() {
+  static const std::vector<std::string> names = {"dtype_bytes", "is_bf16", "cc", "num_sms"};  // Scope::lookup
+  return names;
+}
+
+namespace {
+
+// A [lets] entry that failed, its message complete: the expressions that
+// read it pass it on unchanged.
+struct LetError : ExprError {
+  using ExprError::ExprError;
+};
+
+std::string indexed(const std::string& key, size_t i) {
+  return key + "[" + std::to_string(i) + "]";
+}
+
+// Why `v` breaks `rule`, or "" when it keeps it.
+std::string rule_violation(ValueRule rule, const Value& v) {
+  switch (rule) {
+    case ValueRule::any:
+      return "";
+    case ValueRule::positive_int:
+      return v.is_integral() && v.as_int() >= 1 ? "" : "must be a positive integer";
+    case ValueRule::nonneg_int:
+      return v.is_integral() && v.as_int() >= 0 ? "" : "must be an integer >= 0";
+    case ValueRule::nonneg_number:
+      return v.as_double() >= 0 ? "" : "must be a number >= 0";
+    case ValueRule::fraction:
+      return v.as_double() >= 0 && v.as_double() <= 1 ? "" : "must be a number from 0 to 1";
+  }
+  return "";
+}
+
+}  // namespace
+
 Scope::Scope(const KernelSpec& spec, const Problem* problem, const Config* config, const DeviceTraits& dev)
     : spec_(spec), problem_(problem), config_(config), dev_(dev) {}
 
 Value Scope::eval(const Expr& e) const {
-  return e.eval([this](std::string_view n) { return lookup(n); });
+  try {
+    return e.eval([this](std::string_view n) { return lookup(n); });
+  } catch (const LetError&) {
+    throw;
+  } catch (const ExprError& x) {
+    throw ExprError(x.what() + values_of(e));
+  }
+}
+
+Value Scope::eval(const Expr& e, ValueRule rule, const std::string& where) const {
+  return eval_at(e, rule, [&] { return where; });
+}
+
+Value Scope::eval(const Expr& e, ValueRule rule, std::string_view key, size_t index) const {
+  return eval_at(e, rule, [&] { return indexed(std::string(key), index); });
+}
+
+// `where()` is called only for a message: evaluating constraints is hot.
+template <typename Where>
+Value Scope::eval_at(const Expr& e, ValueRule rule, const Where& where) const {
+  auto site = [&] { return spec_.label() + ": " + where() + " " + in_quotes(e.text()) + context() + ": "; };
+  Value v;
+  try {
+    v = eval(e);
+  } catch (const ExprError& x) {
+    throw SpecError(site() + x.what());
+  }
+  const std::string why = rule_violation(rule, v);
+  if (!why.empty()) throw SpecError(site() + why + ", is " + v.str() + values_of(e));
+  return v;
+}
+
+// " with N=1000, BLOCK=0": the names `e` reads that have a value here.
+std::string Scope::values_of(const Expr& e) const {
+  std::vector<std::string> parts;
+  for (const std::string& id : e.identifiers()) {
+    try {
+      if (auto v = lookup(id)) parts.push_back(id + "=" + v->str());
+    } catch (const ExprError&) {
+      // a let that fails has no value to show; its own error says why
+    }
+  }
+  return parts.empty() ? "" : " with " + join(parts, ", ");
+}
+
+std::string Scope::context() const {
+  std::string c;
+  if (problem_) c += " on " + problem_->canonical() + " " + to_string(problem_->dtype);
+  if (config_) c += std::string(problem_ ? "," : "") + " config " + config_->canonical();
+  return c;
 }
 
 std::optional<Value> Scope::lookup(std::string_view name) const {
@@ -150,15 +235,18 @@ std::optional<Value> Scope::lookup(std::string_view name) const {
   if (memo != memo_.end()) return memo->second;
   auto let = spec_.lets.find(n);
   if (let == spec_.lets.end()) return std::nullopt;
+  // The loader refuses cycles; this keeps a hand-built spec from recursing forever.
   if (std::find(evaluating_.begin(), evaluating_.end(), n) != evaluating_.end())
-    throw ExprError("[lets] " + n + " refers to itself");
+    throw LetError("[lets] " + n + " refers to itself");
+  if (evaluating_.size() >= static_cast<size_t>(kMaxExprDepth))
+    throw LetError("[lets] " + n + ": lets refer to lets deeper than " + std::to_string(kMaxExprDepth) + " levels");
   evaluating_.push_back(n);
   Value v;
   try {
     v = eval(let->second);
-  } catch (...) {
+  } catch (const ExprError& e) {
     evaluating_.pop_back();
-    throw;
+    throw LetError("[lets] " + n + ": " + e.what());
   }
   evaluating_.pop_back();
   memo_.emplace(n, v);
@@ -166,6 +254,65 @@ std::optional<Value> Scope::lookup(std::string_view name) const {
 }
 
 // ------------------------------------------------------------ KernelSpec
+
+namespace {
+
+// The [tolerance] keys: where each is read, where its value goes, its rule.
+struct ToleranceField {
+  const char* name;
+  Expr ToleranceSpec::*spec;
+  double Tolerances::*value;
+  ValueRule rule;
+};
+const ToleranceField kToleranceFields[] = {
+    {"max_abs", &ToleranceSpec::max_abs, &Tolerances::max_abs, ValueRule::nonneg_number},
+    {"mean_abs", &ToleranceSpec::mean_abs, &Tolerances::mean_abs, ValueRule::nonneg_number},
+    {"atol", &ToleranceSpec::atol, &Tolerances::atol, ValueRule::nonneg_number},
+    {"rtol", &ToleranceSpec::rtol, &Tolerances::rtol, ValueRule::nonneg_number},
+    {"max_bad_frac", &ToleranceSpec::max_bad_frac, &Tolerances::max_bad_frac, ValueRule::fraction},
+};
+
+// "[tolerance].atol", or "[tolerance.bf16].atol" for a dtype's override.
+std::string tolerance_where(const std::string& dtype, const char* field) {
+  return (dtype.empty() ? std::string("[tolerance].") : "[tolerance." + dtype + "].") + field;
+}
+
+struct GateField {
+  const char* name;
+  Expr GateSpec::*expr;
+};
+const GateField kGateFields[] = {{"max_registers", &GateSpec::max_registers},
+                                 {"max_smem", &GateSpec::max_smem},
+                                 {"max_spill_bytes", &GateSpec::max_spill_bytes},
+                                 {"max_stack", &GateSpec::max_stack}};
+
+bool reads_param(const KernelSpec& s, const Expr& e) {
+  for (const std::string& n : s.names_used(e))
+    if (s.find_param(n)) return true;
+  return false;
+}
+
+// The default config, the [space] starts and every config one parameter away
+// from the default: few (the sum of the value lists), and between them they
+// give every parameter each of its values.
+std::vector<Config> configs_near_default(const KernelSpec& s) {
+  std::vector<Config> out{s.default_config()};
+  out.insert(out.end(), s.starts.begin(), s.starts.end());
+  for (const ParamSpec& p : s.params) {
+    for (int64_t v : p.values) {
+      if (v == p.default_value) continue;
+      out.push_back(s.default_config());
+      out.back().values[p.name] = v;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string KernelSpec::label() const {
+  return origin == "builtin" ? "builtin:" + name : origin;
+}
 
 std::string KernelSpec::content_hash() const {
   uint64_t h = fnv1a64(spec_text);
@@ -223,14 +370,10 @@ void KernelSpec::check_problem(Problem& p) const {
                      join(names, ", ") + ")");
   }
   Scope scope(*this, &p, nullptr, DeviceTraits{});
-  for (const auto& c : problem_constraints) {
-    bool ok = false;
-    try {
-      ok = scope.eval(c).truthy();
-    } catch (const ExprError& e) {
-      throw UsageError("problem " + p.canonical() + ": " + e.what());
-    }
-    if (!ok) throw UsageError("kernel " + name + " does not accept " + p.canonical() + ": needs " + c.text());
+  for (size_t i = 0; i < problem_constraints.size(); ++i) {
+    const Expr& c = problem_constraints[i];
+    if (!scope.eval(c, ValueRule::any, "[problem].constraints", i).truthy())
+      throw UsageError("kernel " + name + " does not accept " + p.canonical() + ": needs " + c.text());
   }
 }
 
@@ -246,7 +389,7 @@ Problem KernelSpec::parse_problem(const std::string& text, Dtype dtype) const {
         throw UsageError("malformed problem '" + text + "': '" + trim(part) + "' is not NAME=VALUE");
       std::string k = trim(part.substr(0, eq));
       auto v = parse_int(trim(part.substr(eq + 1)));
-      if (!v) throw UsageError("malformed problem '" + text + "': '" + trim(part) + "' needs an integer value");
+      if (!v) throw UsageError("malformed problem '" + text + "': '" + trim(part) + "' needs a decimal integer value");
       if (p.find(k)) throw UsageError("malformed problem '" + text + "': " + k + " given twice");
       p.dims.emplace_back(k, *v);
     }
@@ -261,7 +404,7 @@ Problem KernelSpec::parse_problem(const std::string& text, Dtype dtype) const {
                        " comma-separated integers (" + join(dims, ",") + ")");
     for (size_t i = 0; i < parts.size(); ++i) {
       auto v = parse_int(trim(parts[i]));
-      if (!v) throw UsageError("malformed shape '" + text + "': '" + trim(parts[i]) + "' is not an integer");
+      if (!v) throw UsageError("malformed shape '" + text + "': '" + trim(parts[i]) + "' is not a decimal integer");
       p.dims.emplace_back(all[i], *v);
     }
   }
@@ -281,6 +424,26 @@ Problem KernelSpec::check_shape(size_t i, const Problem& base) const {
   return p;
 }
 
+std::vector<Problem> KernelSpec::check_problems(const std::vector<Problem>& run) const {
+  std::vector<Problem> out;
+  auto known = [&](const Problem& p) {
+    auto same = [&](const Problem& x) { return x.canonical() == p.canonical() && x.dtype == p.dtype; };
+    return std::any_of(run.begin(), run.end(), same) || std::any_of(out.begin(), out.end(), same);
+  };
+  for (size_t i = 0; i < check_shapes.size(); ++i) {
+    for (const Problem& base : run) {
+      Problem cs = check_shape(i, base);
+      try {
+        check_problem(cs);
+      } catch (const UsageError&) {
+        continue;  // this check shape does not apply to this problem
+      }
+      if (!known(cs)) out.push_back(cs);
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> KernelSpec::invalid_reason(const Config& c, const std::vector<Problem>& problems,
                                                       const DeviceTraits& dev) const {
   for (const auto& p : params) {
@@ -291,44 +454,126 @@ std::optional<std::string> KernelSpec::invalid_reason(const Config& c, const std
   }
   for (const auto& [k, v] : c.values)
     if (!find_param(k)) return "unknown parameter " + k;
+  // Any false constraint rejects the config, whatever its place: the
+  // enumeration prunes in another order and must agree.
+  std::optional<SpecError> failure;
   for (const auto& prob : problems) {
     Scope scope(*this, &prob, &c, dev);
-    for (const auto& e : constraints) {
+    for (size_t i = 0; i < constraints.size(); ++i) {
+      const Expr& e = constraints[i];
       try {
-        if (!scope.eval(e).truthy())
+        if (!scope.eval(e, ValueRule::any, "[space].constraints", i).truthy())
           return "violates " + e.text() + (problems.size() > 1 ? " on " + prob.canonical() : "");
-      } catch (const ExprError& err) {
-        return std::string("constraint error: ") + err.what();
+      } catch (const SpecError& err) {
+        if (!failure) failure = err;
       }
     }
   }
+  if (failure) throw *failure;
   return std::nullopt;
 }
 
+void KernelSpec::check_binding(const std::vector<Problem>& problems, const DeviceTraits& dev) const {
+  std::vector<Problem> all = problems;
+  for (Problem& p : check_problems(problems)) all.push_back(std::move(p));
+  const std::vector<ExprSite> sites = expr_sites();
+  std::vector<bool> per_problem(sites.size());
+  for (size_t i = 0; i < sites.size(); ++i) per_problem[i] = !reads_param(*this, *sites[i].expr);
+  for (const Problem& p : all) {
+    Scope scope(*this, &p, nullptr, dev);
+    for (size_t i = 0; i < sites.size(); ++i)
+      if (per_problem[i] && !sites[i].guarded) scope.eval(*sites[i].expr, sites[i].rule, sites[i].where);
+  }
+  // Validity is decided on the run's problems; a valid config is then
+  // compiled and launched on the check shapes too.
+  for (const Config& c : configs_near_default(*this)) {
+    if (invalid_reason(c, problems, dev)) continue;
+    for (const Problem& p : all) {
+      Scope scope(*this, &p, &c, dev);
+      for (size_t i = 0; i < sites.size(); ++i)
+        if (!per_problem[i] && !sites[i].guarded) scope.eval(*sites[i].expr, sites[i].rule, sites[i].where);
+    }
+  }
+}
+
+std::vector<ExprSite> KernelSpec::expr_sites() const {
+  std::vector<ExprSite> out;
+  auto add = [&](std::string where, const Expr& e, ValueRule rule, bool needs_config, bool guarded = false) {
+    if (!e.empty()) out.push_back({std::move(where), &e, rule, needs_config, guarded});
+  };
+  for (size_t i = 0; i < problem_constraints.size(); ++i)
+    add(indexed("[problem].constraints", i), problem_constraints[i], ValueRule::any, false, true);
+  add("[problem].flops", flops, ValueRule::nonneg_number, false);
+  add("[problem].bytes", bytes, ValueRule::nonneg_number, false);
+  for (const auto& [k, e] : lets) add("[lets]." + k, e, ValueRule::any, true, true);
+  for (size_t i = 0; i < constraints.size(); ++i)
+    add(indexed("[space].constraints", i), constraints[i], ValueRule::any, true, true);
+  for (const auto& [k, e] : defines) add("[defines]." + k, e, ValueRule::any, true);
+  // The reference has no config: its launch is evaluated per problem.
+  for (const LaunchSpec* l : {&launch, &reference.launch}) {
+    const std::string section = l == &launch ? "[launch]" : "[reference]";
+    for (size_t i = 0; i < 3; ++i) {
+      add(indexed(section + ".grid", i), l->grid[i], ValueRule::positive_int, l == &launch);
+      add(indexed(section + ".block", i), l->block[i], ValueRule::positive_int, l == &launch);
+      add(indexed(section + ".cluster", i), l->cluster[i], ValueRule::positive_int, l == &launch);
+    }
+    add(section + ".smem", l->smem, ValueRule::nonneg_int, l == &launch);
+  }
+  for (const ArgSpec& a : args) {
+    const std::string where = "[[arg]] " + a.name;
+    if (a.is_tmap) {
+      for (size_t i = 0; i < a.tmap.dims.size(); ++i)
+        add(indexed(where + " dims", i), a.tmap.dims[i], ValueRule::positive_int, true);
+      for (size_t i = 0; i < a.tmap.strides.size(); ++i)
+        add(indexed(where + " strides", i), a.tmap.strides[i], ValueRule::positive_int, true);
+      for (size_t i = 0; i < a.tmap.box.size(); ++i)
+        add(indexed(where + " box", i), a.tmap.box[i], ValueRule::positive_int, true);
+      add(where + " swizzle", a.tmap.swizzle, ValueRule::nonneg_int, true);
+      add(where + " l2_promotion", a.tmap.l2_promotion, ValueRule::nonneg_int, true);
+      add(where + " enabled", a.tmap.enabled, ValueRule::any, true);
+    } else if (a.is_buffer) {
+      // In and out buffers are allocated and filled per problem, before any config.
+      add(where + " count", a.count, ValueRule::positive_int, a.role == ArgRole::scratch);
+    } else {
+      const bool to_reference = std::find(reference.args.begin(), reference.args.end(), a.name) != reference.args.end();
+      add(where + " value", a.value, ValueRule::any, !to_reference);
+    }
+  }
+  for (const auto& [dtype, ts] : tolerance)
+    for (const ToleranceField& f : kToleranceFields) add(tolerance_where(dtype, f.name), ts.*f.spec, f.rule, false);
+  for (const GateField& g : kGateFields)
+    add(std::string("[gates].") + g.name, gates.*g.expr, ValueRule::nonneg_int, true);
+  return out;
+}
+
+std::set<std::string> KernelSpec::names_used(const Expr& e) const {
+  std::set<std::string> seen;
+  std::vector<std::string> todo = e.identifiers();
+  while (!todo.empty()) {
+    std::string n = std::move(todo.back());
+    todo.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (auto let = lets.find(n); let != lets.end())
+      for (std::string& id : let->second.identifiers()) todo.push_back(std::move(id));
+  }
+  return seen;
+}
+
 namespace {
 
-LaunchDims eval_launch(const LaunchSpec& l, const Scope& scope) {
+LaunchDims eval_launch(const LaunchSpec& l, const Scope& scope, const std::string& section) {
   LaunchDims d;
-  for (int i = 0; i < 3; ++i) {
-    d.grid[i] = l.grid[i].empty() ? 1 : scope.eval(l.grid[i]).as_int();
-    d.block[i] = l.block[i].empty() ? 1 : scope.eval(l.block[i]).as_int();
-    d.cluster[i] = l.cluster[i].empty() ? 1 : scope.eval(l.cluster[i]).as_int();
+  for (size_t i = 0; i < 3; ++i) {
+    auto dim = [&](const std::array<Expr, 3>& es, const char* key) {
+      return es[i].empty() ? 1 : scope.eval(es[i], ValueRule::positive_int, section + key, i).as_int();
+    };
+    d.grid[i] = dim(l.grid, ".grid");
+    d.block[i] = dim(l.block, ".block");
+    d.cluster[i] = dim(l.cluster, ".cluster");
   }
-  d.smem = l.smem.empty() ? 0 : scope.eval(l.smem).as_int();
+  d.smem = l.smem.empty() ? 0 : scope.eval(l.smem, ValueRule::nonneg_int, section + ".smem").as_int();
   return d;
 }
-
-}  // namespace
-
-LaunchDims KernelSpec::launch_dims(const Config& c, const Problem& p, const DeviceTraits& dev) const {
-  return eval_launch(launch, Scope(*this, &p, &c, dev));
-}
-
-LaunchDims KernelSpec::reference_launch_dims(const Problem& p, const DeviceTraits& dev) const {
-  return eval_launch(reference.launch, Scope(*this, &p, nullptr, dev));
-}
-
-namespace {
 
 const char* dtype_macro(Dtype d) {
   switch (d) {
@@ -344,12 +589,20 @@ const char* dtype_macro(Dtype d) {
 
 }  // namespace
 
+LaunchDims KernelSpec::launch_dims(const Config& c, const Problem& p, const DeviceTraits& dev) const {
+  return eval_launch(launch, Scope(*this, &p, &c, dev), "[launch]");
+}
+
+LaunchDims KernelSpec::reference_launch_dims(const Problem& p, const DeviceTraits& dev) const {
+  return eval_launch(reference.launch, Scope(*this, &p, nullptr, dev), "[reference]");
+}
+
 std::vector<std::pair<std::string, std::string>> KernelSpec::compile_defines(const Config& c, const Problem& p,
                                                                              const DeviceTraits& dev) const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [k, v] : c.values) out.emplace_back(k, std::to_string(v));
   Scope scope(*this, &p, &c, dev);
-  for (const auto& [k, e] : defines) out.emplace_back(k, scope.eval(e).str());
+  for (const auto& [k, e] : defines) out.emplace_back(k, scope.eval(e, ValueRule::any, "[defines]." + k).str());
   out.emplace_back(dtype_macro(p.dtype), "1");
   return out;
 }
@@ -359,11 +612,8 @@ std::vector<std::pair<std::string, std::string>> KernelSpec::reference_defines(c
   std::vector<std::pair<std::string, std::string>> out;
   Scope scope(*this, &p, nullptr, dev);
   for (const auto& [k, e] : defines) {
-    try {
-      out.emplace_back(k, scope.eval(e).str());
-    } catch (const ExprError&) {
-      // a define that depends on a tunable: the reference does not use it
-    }
+    if (reads_param(*this, e)) continue;  // a define that depends on a tunable: the reference does not use it
+    out.emplace_back(k, scope.eval(e, ValueRule::any, "[defines]." + k).str());
   }
   out.emplace_back(dtype_macro(p.dtype), "1");
   return out;
@@ -372,44 +622,38 @@ std::vector<std::pair<std::string, std::string>> KernelSpec::reference_defines(c
 Tolerances KernelSpec::tolerances(const Problem& p) const {
   Scope scope(*this, &p, nullptr, DeviceTraits{});
   Tolerances t;
-  auto pick = [&](Expr ToleranceSpec::*field, double& out) {
-    auto over = tolerance.find(to_string(p.dtype));
-    if (over != tolerance.end() && !(over->second.*field).empty()) {
-      out = scope.eval(over->second.*field).as_double();
-      return;
+  for (const ToleranceField& f : kToleranceFields) {
+    for (const std::string& dtype : {to_string(p.dtype), std::string()}) {  // the dtype's override, else the default
+      auto ts = tolerance.find(dtype);
+      if (ts == tolerance.end() || (ts->second.*f.spec).empty()) continue;
+      t.*f.value = scope.eval(ts->second.*f.spec, f.rule, tolerance_where(dtype, f.name)).as_double();
+      break;
     }
-    auto base = tolerance.find("");
-    if (base != tolerance.end() && !(base->second.*field).empty()) out = scope.eval(base->second.*field).as_double();
-  };
-  pick(&ToleranceSpec::max_abs, t.max_abs);
-  pick(&ToleranceSpec::mean_abs, t.mean_abs);
-  pick(&ToleranceSpec::atol, t.atol);
-  pick(&ToleranceSpec::rtol, t.rtol);
-  pick(&ToleranceSpec::max_bad_frac, t.max_bad_frac);
+  }
   return t;
 }
 
 std::optional<std::string> KernelSpec::gate_reason(const Resources& r, const Config& c, const Problem& p,
                                                    const DeviceTraits& dev) const {
   Scope scope(*this, &p, &c, dev);
-  auto limit = [&](const Expr& e) -> std::optional<int64_t> {
+  auto limit = [&](const Expr& e, const char* key) -> std::optional<int64_t> {
     if (e.empty()) return std::nullopt;
-    return scope.eval(e).as_int();
+    return scope.eval(e, ValueRule::nonneg_int, std::string("[gates].") + key).as_int();
   };
-  if (auto m = limit(gates.max_registers); m && r.registers > *m)
+  if (auto m = limit(gates.max_registers, "max_registers"); m && r.registers > *m)
     return strfmt("%d registers > gate %lld", r.registers, static_cast<long long>(*m));
-  if (auto m = limit(gates.max_smem); m && r.smem_total() > *m)
+  if (auto m = limit(gates.max_smem, "max_smem"); m && r.smem_total() > *m)
     return strfmt("%d bytes shared memory > gate %lld", r.smem_total(), static_cast<long long>(*m));
-  if (auto m = limit(gates.max_spill_bytes); m && r.spill_bytes() > *m)
+  if (auto m = limit(gates.max_spill_bytes, "max_spill_bytes"); m && r.spill_bytes() > *m)
     return strfmt("%d bytes spilled > gate %lld", r.spill_bytes(), static_cast<long long>(*m));
-  if (auto m = limit(gates.max_stack); m && r.stack_frame > *m)
+  if (auto m = limit(gates.max_stack, "max_stack"); m && r.stack_frame > *m)
     return strfmt("%d bytes stack frame > gate %lld", r.stack_frame, static_cast<long long>(*m));
   return std::nullopt;
 }
 
 double KernelSpec::flops_of(const Problem& p) const {
   if (flops.empty()) return 0;
-  return Scope(*this, &p, nullptr, DeviceTraits{}).eval(flops).as_double();
+  return Scope(*this, &p, nullptr, DeviceTraits{}).eval(flops, ValueRule::nonneg_number, "[problem].flops").as_double();
 }
 
 // ------------------------------------------------------------ TOML parsing
@@ -458,6 +702,16 @@ class TomlReader {
     return std::string(*n->value<std::string>());
   }
 
+  // Compute capability × 10 of an architecture NVRTC can target; 0 means
+  // none where `zero_means_none`.
+  int compute_capability(const toml::table& t, const char* key, int64_t def, bool zero_means_none) const {
+    const int64_t v = integer(t, key, "[kernel]").value_or(def);
+    if ((v != 0 || !zero_means_none) && (v < kMinComputeCapability || v > kMaxComputeCapability))
+      fail("[kernel]", strfmt("%s = %lld is not a compute capability × 10 (%d to %d%s)", key, static_cast<long long>(v),
+                              kMinComputeCapability, kMaxComputeCapability, zero_means_none ? ", or 0 for none" : ""));
+    return static_cast<int>(v);
+  }
+
   std::optional<int64_t> integer(const toml::table& t, const char* key, const std::string& where) const {
     const toml::node* n = t.get(key);
     if (!n) return std::nullopt;
@@ -477,7 +731,11 @@ class TomlReader {
     try {
       if (n.is_string()) return Expr::parse(*n.value<std::string>());
       if (n.is_integer()) return Expr::constant(Value(*n.value<int64_t>()));
-      if (n.is_floating_point()) return Expr::constant(Value(*n.value<double>()));
+      if (n.is_floating_point()) {
+        const double d = *n.value<double>();
+        if (!std::isfinite(d)) fail(where, "expected a finite number, got " + Value(d).str());
+        return Expr::constant(Value(d));
+      }
     } catch (const ExprError& e) {
       fail(where, e.what());
     }
@@ -546,6 +804,96 @@ ElemType parse_elem(const std::string& s, const TomlReader& r, const std::string
   return it->second;
 }
 
+bool is_dimension(const KernelSpec& s, const std::string& name) {
+  return std::find(s.dims.begin(), s.dims.end(), name) != s.dims.end() || s.dim_defaults.count(name);
+}
+
+// Depth-first over the lets, iteratively (a spec may hold many); a let met
+// again while open closes a cycle, reported as its path.
+void check_let_cycles(const KernelSpec& s, const TomlReader& r) {
+  std::map<std::string, std::vector<std::string>> reads;
+  for (const auto& [name, e] : s.lets)
+    for (const std::string& id : e.identifiers())
+      if (s.lets.count(id)) reads[name].push_back(id);
+  enum class State { open, done };
+  std::map<std::string, State> state;
+  for (const auto& [root, e] : s.lets) {
+    if (state.count(root)) continue;
+    std::vector<std::pair<std::string, size_t>> path{{root, 0}};  // a let, its next read to follow
+    state[root] = State::open;
+    while (!path.empty()) {
+      const std::string name = path.back().first;
+      const std::vector<std::string>& next = reads[name];
+      if (path.back().second == next.size()) {
+        state[name] = State::done;
+        path.pop_back();
+        continue;
+      }
+      const std::string dep = next[path.back().second++];
+      auto st = state.find(dep);
+      if (st == state.end()) {
+        state[dep] = State::open;
+        path.emplace_back(dep, 0);
+      } else if (st->second == State::open) {
+        std::string cycle = dep;
+        auto from = std::find_if(path.begin(), path.end(), [&](const auto& x) { return x.first == dep; });
+        for (auto it = from + 1; it != path.end(); ++it) cycle += " -> " + it->first;
+        r.fail("[lets]." + dep, "the lets form a cycle: " + cycle + " -> " + dep);
+      }
+    }
+  }
+}
+
+// Dimensions, parameters and [lets] have names of their own: the lookup
+// tries a parameter, then a dimension, then a built-in, then a let, so a
+// name that shadows another would be silently ignored. Lets form no cycle.
+void check_names(const KernelSpec& s, const TomlReader& r) {
+  const auto& builtins = builtin_names();
+  auto builtin = [&](const std::string& n) { return std::find(builtins.begin(), builtins.end(), n) != builtins.end(); };
+  for (size_t i = 0; i < s.dims.size(); ++i) {
+    if (std::count(s.dims.begin(), s.dims.begin() + static_cast<long>(i), s.dims[i]))
+      r.fail("[problem].dims", s.dims[i] + " is listed twice");
+    if (builtin(s.dims[i])) r.fail("[problem].dims", s.dims[i] + " is the name of a built-in");
+  }
+  for (const auto& [name, v] : s.dim_defaults)
+    if (builtin(name)) r.fail("[problem].defaults", name + " is the name of a built-in");
+  for (const ParamSpec& p : s.params) {
+    if (is_dimension(s, p.name)) r.fail("[[param]] " + p.name, "a parameter cannot share its name with a dimension");
+    if (builtin(p.name)) r.fail("[[param]] " + p.name, p.name + " is the name of a built-in");
+  }
+  for (const auto& [name, e] : s.lets) {
+    const char* other = s.find_param(name)      ? "a parameter"
+                        : is_dimension(s, name) ? "a dimension"
+                        : builtin(name)         ? "a built-in"
+                                                : nullptr;
+    if (other) r.fail("[lets]." + name, std::string("shadows ") + other + " of the same name");
+  }
+  check_let_cycles(s, r);
+}
+
+// Every expression reads only names that exist; one evaluated per problem
+// reads no parameter; one that reads no name at all is evaluated now, so a
+// constant that cannot be evaluated, or that breaks its rule, fails the load.
+void check_exprs(const KernelSpec& s, const TomlReader& r) {
+  std::set<std::string> known(s.dims.begin(), s.dims.end());
+  for (const auto& [name, v] : s.dim_defaults) known.insert(name);
+  for (const auto& ps : s.params) known.insert(ps.name);
+  for (const auto& [name, e] : s.lets) known.insert(name);
+  for (const auto& b : builtin_names()) known.insert(b);
+  const Scope constants(s, nullptr, nullptr, DeviceTraits{});
+  for (const ExprSite& site : s.expr_sites()) {
+    const Expr& e = *site.expr;
+    for (const auto& id : e.identifiers())
+      if (!known.count(id)) r.fail(site.where, "expression " + in_quotes(e.text()) + " uses unknown name '" + id + "'");
+    const std::set<std::string> used = s.names_used(e);
+    for (const auto& n : used)
+      if (!site.needs_config && s.find_param(n))
+        r.fail(site.where, "expression " + in_quotes(e.text()) + " reads parameter " + n +
+                               ", but it is evaluated per problem, with no config");
+    if (used.empty()) constants.eval(e, site.rule, site.where);
+  }
+}
+
 }  // namespace
 
 KernelSpec parse_spec(const std::string& text, const std::string& origin,
@@ -583,8 +931,10 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   s.source_name = r.str(k, "source", "[kernel]", true);
   s.source_text = read_or_fail(s.source_name, "[kernel].source");
   s.entry = r.str(k, "entry", "[kernel]", true);
-  s.min_cc = static_cast<int>(r.integer(k, "min_cc", "[kernel]").value_or(70));
-  s.max_cc = static_cast<int>(r.integer(k, "max_cc", "[kernel]").value_or(0));
+  s.min_cc = r.compute_capability(k, "min_cc", 70, false);
+  s.max_cc = r.compute_capability(k, "max_cc", 0, true);
+  if (s.max_cc != 0 && s.max_cc < s.min_cc)
+    r.fail("[kernel]", strfmt("max_cc %d is below min_cc %d", s.max_cc, s.min_cc));
   s.arch_specific = r.boolean(k, "arch_specific", "[kernel]", false);
   s.options = r.strings(k, "options", "[kernel]");
   s.include_dirs = r.strings(k, "includes", "[kernel]");
@@ -607,6 +957,10 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       r.fail("[problem].dtypes", e.what());
     }
   }
+  for (size_t i = 0; i < s.dtypes.size(); ++i)
+    if (std::count(s.dtypes.begin(), s.dtypes.begin() + static_cast<long>(i), s.dtypes[i]))
+      r.fail("[problem].dtypes", to_string(s.dtypes[i]) + " is listed twice");
+  if (p.get("dtypes") && s.dtypes.empty()) r.fail("[problem]", "'dtypes' must name at least one dtype");
   if (s.dtypes.empty()) s.dtypes = {Dtype::fp16};
   s.problem_constraints = r.exprs(p, "constraints", "[problem]");
   s.example = r.str(p, "example", "[problem]", false);
@@ -619,7 +973,8 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       std::string name = eq == std::string::npos ? "" : trim(part.substr(0, eq));
       bool known = std::find(s.dims.begin(), s.dims.end(), name) != s.dims.end() || s.dim_defaults.count(name);
       if (eq == std::string::npos || !known || !parse_int(trim(part.substr(eq + 1))))
-        r.fail("[problem].check_shapes", "'" + cs + "' must be NAME=INT pairs over the kernel's dimensions");
+        r.fail("[problem].check_shapes",
+               "'" + cs + "' must be NAME=INTEGER pairs (decimal) over the kernel's dimensions");
     }
   }
 
@@ -651,8 +1006,6 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       r.fail(where, "default " + std::to_string(ps.default_value) + " is not one of its values");
     ps.help = r.str(t, "help", where, false);
     if (s.find_param(ps.name)) r.fail(where, "parameter defined twice");
-    if (std::find(s.dims.begin(), s.dims.end(), ps.name) != s.dims.end())
-      r.fail(where, "a parameter cannot share its name with a dimension");
     s.params.push_back(ps);
   }
 
@@ -742,6 +1095,7 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       if (const toml::node* sc = t.get("scale")) {
         if (!sc->is_number()) r.fail(where, "scale must be a number");
         a.init_scale = sc->is_integer() ? static_cast<double>(*sc->value<int64_t>()) : *sc->value<double>();
+        if (!std::isfinite(a.init_scale) || a.init_scale <= 0) r.fail(where, "scale must be a positive number");
       }
     } else {
       a.is_buffer = false;
@@ -796,19 +1150,11 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
           if (!allow_sub) r.fail(where, "nested table '" + kname + "'");
           continue;
         }
-        Expr e = r.expr_of(v, where + "." + kname);
-        if (kname == "max_abs")
-          ts.max_abs = e;
-        else if (kname == "mean_abs")
-          ts.mean_abs = e;
-        else if (kname == "atol")
-          ts.atol = e;
-        else if (kname == "rtol")
-          ts.rtol = e;
-        else if (kname == "max_bad_frac")
-          ts.max_bad_frac = e;
-        else
+        auto field = std::find_if(std::begin(kToleranceFields), std::end(kToleranceFields),
+                                  [&](const ToleranceField& f) { return kname == f.name; });
+        if (field == std::end(kToleranceFields))
           r.fail(where, "unknown key '" + kname + "' (max_abs, mean_abs, atol, rtol, max_bad_frac)");
+        ts.*field->spec = r.expr_of(v, where + "." + kname);
       }
       return ts;
     };
@@ -827,53 +1173,17 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
 
   if (const toml::table* g = r.table(root, "gates", false, "top level")) {
     r.only_keys(*g, "[gates]", {"max_registers", "max_smem", "max_spill_bytes", "max_stack", "sanitize"});
+    for (const GateField& f : kGateFields) s.gates.*f.expr = r.expr(*g, f.name, "[gates]", false);
     if (g->contains("sanitize")) {
       s.gates.sanitize = r.strings(*g, "sanitize", "[gates]");
       for (const auto& tool : s.gates.sanitize)
         if (std::find(sanitizer_tools().begin(), sanitizer_tools().end(), tool) == sanitizer_tools().end())
           r.fail("[gates]", "sanitize: unknown tool '" + tool + "' (known: " + join(sanitizer_tools(), ", ") + ")");
     }
-    s.gates.max_registers = r.expr(*g, "max_registers", "[gates]", false);
-    s.gates.max_smem = r.expr(*g, "max_smem", "[gates]", false);
-    s.gates.max_spill_bytes = r.expr(*g, "max_spill_bytes", "[gates]", false);
-    s.gates.max_stack = r.expr(*g, "max_stack", "[gates]", false);
   }
 
-  // Every name an expression uses must exist somewhere; catch typos now
-  // rather than on the GPU.
-  std::set<std::string> known(s.dims.begin(), s.dims.end());
-  for (const auto& [kname, v] : s.dim_defaults) known.insert(kname);
-  for (const auto& ps : s.params) known.insert(ps.name);
-  for (const auto& [kname, e] : s.lets) known.insert(kname);
-  for (const char* b : {"dtype_bytes", "is_bf16", "cc", "num_sms"}) known.insert(b);
-  auto check = [&](const Expr& e, const std::string& where) {
-    for (const auto& id : e.identifiers())
-      if (!known.count(id)) r.fail(where, "expression \"" + e.text() + "\" uses unknown name '" + id + "'");
-  };
-  for (const auto& e : s.constraints) check(e, "[space].constraints");
-  for (const auto& e : s.problem_constraints) check(e, "[problem].constraints");
-  for (const auto& [kname, e] : s.lets) check(e, "[lets]." + kname);
-  for (const auto& [kname, e] : s.defines) check(e, "[defines]." + kname);
-  for (const auto& a : s.args) {
-    if (!a.is_tmap) {
-      check(a.is_buffer ? a.count : a.value, "[[arg]] " + a.name);
-      continue;
-    }
-    for (const auto* list : {&a.tmap.dims, &a.tmap.strides, &a.tmap.box})
-      for (const auto& e : *list) check(e, "[[arg]] " + a.name);
-    for (const Expr* e : {&a.tmap.swizzle, &a.tmap.l2_promotion, &a.tmap.enabled})
-      if (!e->empty()) check(*e, "[[arg]] " + a.name);
-  }
-  for (const LaunchSpec* ls : {&s.launch, &s.reference.launch}) {
-    for (int i = 0; i < 3; ++i) {
-      if (!ls->grid[i].empty()) check(ls->grid[i], "launch grid");
-      if (!ls->block[i].empty()) check(ls->block[i], "launch block");
-      if (!ls->cluster[i].empty()) check(ls->cluster[i], "launch cluster");
-    }
-    if (!ls->smem.empty()) check(ls->smem, "launch smem");
-  }
-  if (!s.flops.empty()) check(s.flops, "[problem].flops");
-
+  check_names(s, r);
+  check_exprs(s, r);
   return s;
 }
 

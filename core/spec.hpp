@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,12 +101,37 @@ struct LaunchDims {
   int64_t smem = 0;
 };
 
+// The compute capabilities (× 10) a spec may name: the architectures NVRTC targets.
+constexpr int kMinComputeCapability = 50;
+constexpr int kMaxComputeCapability = 200;
+
 // What the device (or the architecture named for compile-only) offers to
 // launch expressions: `cc`, `num_sms`.
 struct DeviceTraits {
   int cc = 90;  // compute capability × 10
   int num_sms = 132;
   static DeviceTraits for_arch(int cc);
+};
+
+// What a spec value must be, checked wherever it is evaluated.
+enum class ValueRule {
+  any,
+  positive_int,   // grid, block, cluster, buffer counts, tensor map extents
+  nonneg_int,     // dynamic shared memory, gates
+  nonneg_number,  // tolerances, flops, bytes
+  fraction,       // max_bad_frac: 0 to 1
+};
+
+// One expression of a spec and where it is written.
+struct ExprSite {
+  std::string where;  // "[launch].grid[0]", "[[arg]] X count"
+  const Expr* expr = nullptr;
+  ValueRule rule = ValueRule::any;
+  // false: evaluated per problem with no config, so it must read no parameter.
+  bool needs_config = true;
+  // A constraint or a let: evaluated only where its turn comes (a guard
+  // before it may keep it from being evaluated at all).
+  bool guarded = false;
 };
 
 struct Tolerances {
@@ -159,16 +185,37 @@ struct KernelSpec {
   double space_size() const;
 
   // Parses "2,8,512,64" or "B=2,H=8,S=512,D=64"; fills optional dims; checks
-  // the problem constraints and dtype. Throws UsageError.
+  // the problem constraints and dtype. Throws UsageError (SpecError when a
+  // problem constraint cannot be evaluated).
   Problem parse_problem(const std::string& text, Dtype dtype) const;
-  // Fills defaults and checks a problem; throws UsageError.
+  // Fills defaults and checks a problem; throws UsageError, or SpecError.
   void check_problem(Problem& p) const;
   // A check shape (verified on every trial) completed from a run's problem.
   Problem check_shape(size_t i, const Problem& base) const;
+  // The check shapes completed from the run's problems: those the kernel
+  // accepts, each once, none equal to a run problem.
+  std::vector<Problem> check_problems(const std::vector<Problem>& run) const;
 
-  // nullopt when the config is valid for every problem, else the reason.
+  // nullopt when the config is valid for every problem, else the reason. A
+  // config is invalid when any constraint is false; a constraint that cannot
+  // be evaluated on a config no constraint rejects is the spec's fault, not
+  // the config's: SpecError.
   std::optional<std::string> invalid_reason(const Config& c, const std::vector<Problem>& problems,
                                             const DeviceTraits& dev) const;
+  // Problem binding: evaluates, on the run's problems and their check
+  // shapes, every expression that needs no config, then every expression for
+  // the default config, the [space] starts and each config one parameter
+  // away from the default that is valid. Throws SpecError naming the
+  // expression, the problem, the config and the values when one cannot be
+  // evaluated or breaks its ValueRule.
+  void check_binding(const std::vector<Problem>& problems, const DeviceTraits& dev) const;
+
+  // Every expression of the spec with where it is written and its rule.
+  std::vector<ExprSite> expr_sites() const;
+  // Every name `e` reads, directly or through [lets] (the lets included).
+  std::set<std::string> names_used(const Expr& e) const;
+  // "builtin:gemm" or the spec file's path, to start a message.
+  std::string label() const;
 
   LaunchDims launch_dims(const Config& c, const Problem& p, const DeviceTraits& dev) const;
   LaunchDims reference_launch_dims(const Problem& p, const DeviceTraits& dev) const;
@@ -184,16 +231,30 @@ struct KernelSpec {
   double flops_of(const Problem& p) const;  // 0 when the spec gives none
 };
 
+// The names every expression may read besides params, dims and [lets].
+const std::vector<std::string>& builtin_names();
+
 // Evaluates names against one kernel, problem, config and device: params,
 // dims, [lets] (lazily, with cycle detection) and built-ins (dtype_bytes, cc,
 // num_sms).
 class Scope {
  public:
   Scope(const KernelSpec& spec, const Problem* problem, const Config* config, const DeviceTraits& dev);
+  // Throws ExprError with the values of the names the expression reads.
   Value eval(const Expr& e) const;
+  // A spec value: a failure, or a value `rule` refuses, is a SpecError
+  // naming `where`, the expression, the problem and the config.
+  Value eval(const Expr& e, ValueRule rule, const std::string& where) const;
+  // The same for a list entry: where is "key[index]".
+  Value eval(const Expr& e, ValueRule rule, std::string_view key, size_t index) const;
   std::optional<Value> lookup(std::string_view name) const;
 
  private:
+  template <typename Where>
+  Value eval_at(const Expr& e, ValueRule rule, const Where& where) const;
+  std::string values_of(const Expr& e) const;
+  std::string context() const;
+
   const KernelSpec& spec_;
   const Problem* problem_;
   const Config* config_;

@@ -2,11 +2,13 @@
 
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -55,13 +57,20 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 std::optional<int64_t> parse_int(std::string_view s) {
-  std::string t(s);
-  if (t.empty()) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(t.c_str(), &end, 0);
-  if (errno == ERANGE || end == t.c_str() || *end != '\0') return std::nullopt;
-  return static_cast<int64_t>(v);
+  const std::string_view digits = s.substr(!s.empty() && s[0] == '-' ? 1 : 0);
+  if (digits.empty() || (digits[0] == '0' && digits.size() > 1)) return std::nullopt;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::string in_quotes(std::string_view s, size_t max) {
+  std::string r = "\"";
+  if (s.size() <= max) return r.append(s).append("\"");
+  const size_t head = max * 2 / 3, tail = max - head;
+  r.append(s.substr(0, head)).append(" ... ").append(s.substr(s.size() - tail));
+  return r.append("\" (").append(std::to_string(s.size())).append(" characters)");
 }
 
 uint64_t fnv1a64(std::string_view data, uint64_t seed) {
@@ -91,6 +100,9 @@ std::string strfmt(const char* fmt, ...) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error("cannot read " + path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
   std::ostringstream ss;

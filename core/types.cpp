@@ -30,7 +30,7 @@ Config Config::parse(const std::string& text) {
     if (eq == std::string::npos) throw UsageError("config entry '" + t + "' is not NAME=VALUE");
     std::string name = trim(t.substr(0, eq));
     std::optional<int64_t> v = parse_int(trim(t.substr(eq + 1)));
-    if (name.empty() || !v) throw UsageError("config entry '" + t + "' is not NAME=INTEGER");
+    if (name.empty() || !v) throw UsageError("config entry '" + t + "' is not NAME=INTEGER (a decimal integer)");
     if (!c.values.emplace(name, *v).second) throw UsageError("config names " + name + " twice");
   }
   return c;

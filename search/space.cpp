@@ -1,8 +1,6 @@
 #include "search/space.hpp"
 
 #include <algorithm>
-#include <map>
-#include <set>
 
 #include "core/error.hpp"
 #include "search/random.hpp"
@@ -10,7 +8,9 @@
 namespace evotune {
 
 SearchSpace::SearchSpace(const KernelSpec& spec, std::vector<Problem> problems, DeviceTraits dev)
-    : spec_(&spec), problems_(std::move(problems)), dev_(dev) {}
+    : spec_(&spec), problems_(std::move(problems)), dev_(dev) {
+  spec_->check_binding(problems_, dev_);
+}
 
 std::optional<std::string> SearchSpace::invalid_reason(const Config& c) const {
   return spec_->invalid_reason(c, problems_, dev_);
@@ -22,57 +22,37 @@ double SearchSpace::total_size() const {
 
 namespace {
 
-// The deepest parameter (index in spec order) an expression depends on,
-// through [lets]; -1 when it depends on none (dims, device traits only).
-class DepthOf {
- public:
-  explicit DepthOf(const KernelSpec& spec) : spec_(spec) {}
-
-  int of(const Expr& e) {
-    int d = -1;
-    for (const std::string& id : e.identifiers()) d = std::max(d, of_name(id));
-    return d;
-  }
-
- private:
-  int of_name(const std::string& name) {
-    for (size_t i = 0; i < spec_.params.size(); ++i)
-      if (spec_.params[i].name == name) return static_cast<int>(i);
-    auto let = spec_.lets.find(name);
-    if (let == spec_.lets.end()) return -1;
-    if (auto m = memo_.find(name); m != memo_.end()) return m->second;
-    // A cyclic let fails when evaluated; here it only needs to terminate.
-    if (!visiting_.insert(name).second) return static_cast<int>(spec_.params.size()) - 1;
-    const int d = of(let->second);
-    visiting_.erase(name);
-    return memo_[name] = d;
-  }
-
-  const KernelSpec& spec_;
-  std::map<std::string, int> memo_;
-  std::set<std::string> visiting_;
-};
+// The deepest parameter (index in spec order) an expression reads, directly
+// or through [lets]; -1 when it reads none (dims, device traits only).
+int depth_of(const KernelSpec& spec, const Expr& e) {
+  int d = -1;
+  for (const std::string& name : spec.names_used(e))
+    for (size_t i = 0; i < spec.params.size(); ++i)
+      if (spec.params[i].name == name) d = std::max(d, static_cast<int>(i));
+  return d;
+}
 
 }  // namespace
 
 const std::vector<Config>* SearchSpace::enumerate_valid(size_t limit) const {
   if (total_size() > static_cast<double>(limit)) return nullptr;
-  if (enumerated_) return valid_ ? &*valid_ : nullptr;
-  enumerated_ = true;
-  const auto& ps = params();
-  if (ps.empty()) {
-    valid_.emplace();
-    if (valid(Config{})) valid_->push_back(Config{});
-    return &*valid_;
+  if (!enumerated_) {
+    valid_ = walk();  // a SpecError leaves nothing cached: the next call throws it again
+    enumerated_ = true;
   }
+  return valid_ ? &*valid_ : nullptr;
+}
+
+std::optional<std::vector<Config>> SearchSpace::walk() const {
+  const auto& ps = params();
+  if (ps.empty()) return valid(Config{}) ? std::vector<Config>{Config{}} : std::vector<Config>{};
   // Depth-first over the parameters in spec order (the last turns fastest),
   // checking each constraint as soon as the parameters it reads are set, so a
   // violated constraint prunes every config below that point at once.
-  DepthOf depth_of(*spec_);
   std::vector<std::vector<const Expr*>> at_depth(ps.size());
   std::vector<const Expr*> at_root;
   for (const Expr& e : spec_->constraints) {
-    const int d = depth_of.of(e);
+    const int d = depth_of(*spec_, e);
     (d < 0 ? at_root : at_depth[static_cast<size_t>(d)]).push_back(&e);
   }
   Config c;
@@ -85,7 +65,8 @@ const std::vector<Config>* SearchSpace::enumerate_valid(size_t limit) const {
         try {
           if (!scope.eval(*e).truthy()) return false;
         } catch (const ExprError&) {
-          return false;  // invalid_reason reports it as a constraint error
+          // No pruning on it: the full check of each config below reports it
+          // unless another constraint rejects the config.
         }
       }
     }
@@ -100,7 +81,7 @@ const std::vector<Config>* SearchSpace::enumerate_valid(size_t limit) const {
       bool descend = holds(at_depth[d]);
       if (descend && d + 1 == ps.size()) {
         if (valid(c)) out.push_back(c);  // every constraint checked once more, in full
-        if (out.size() > kMaxValidConfigs) return nullptr;
+        if (out.size() > kMaxValidConfigs) return std::nullopt;
         descend = false;
       }
       if (descend) {
@@ -109,16 +90,12 @@ const std::vector<Config>* SearchSpace::enumerate_valid(size_t limit) const {
       }
       // Next value at this depth, or back up to the nearest unfinished one.
       while (++index[d] == ps[d].values.size()) {
-        if (d == 0) {
-          valid_ = std::move(out);
-          return &*valid_;
-        }
+        if (d == 0) return out;
         --d;
       }
     }
   }
-  valid_ = std::move(out);
-  return &*valid_;
+  return out;
 }
 
 Config SearchSpace::random_config(std::mt19937_64& rng) const {

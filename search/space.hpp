@@ -14,13 +14,16 @@ namespace evotune {
 
 class SearchSpace {
  public:
-  // The constraints are checked against every problem (and the device traits).
+  // The constraints are checked against every problem (and the device
+  // traits). Binds the spec to the problems first: throws SpecError when one
+  // of its expressions cannot be evaluated for them (KernelSpec::check_binding).
   SearchSpace(const KernelSpec& spec, std::vector<Problem> problems, DeviceTraits dev);
 
   const KernelSpec& spec() const { return *spec_; }
   const std::vector<Problem>& problems() const { return problems_; }
   const std::vector<ParamSpec>& params() const { return spec_->params; }
 
+  // A constraint that cannot be evaluated for c is a SpecError, not a reason.
   bool valid(const Config& c) const { return !invalid_reason(c); }
   std::optional<std::string> invalid_reason(const Config& c) const;
 
@@ -40,6 +43,8 @@ class SearchSpace {
   size_t value_index(const Config& c, size_t param) const;
 
  private:
+  std::optional<std::vector<Config>> walk() const;
+
   const KernelSpec* spec_;
   std::vector<Problem> problems_;
   DeviceTraits dev_;

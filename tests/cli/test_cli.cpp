@@ -334,3 +334,54 @@ TEST_CASE("run -q hides the per-trial lines, not the summary", "[cli]") {
   CHECK(r.out.find("run 1 done: 8 trials") != std::string::npos);
   CHECK(r.out.find("elite population") != std::string::npos);
 }
+
+TEST_CASE("a spec expression that cannot be evaluated, or a number that is not decimal, exits 2 naming it", "[cli]") {
+  TempDir t;
+  const fs::path example = fs::path(evotune_test::source_dir()) / "examples" / "transpose";
+  // The example with its [space] constraints changed, in a folder of its own.
+  auto variant = [&](const std::string& name, const std::string& constraints) {
+    const fs::path dir = t.path / name;
+    fs::create_directories(dir);
+    for (const char* f : {"kernel.cu", "reference.cu"}) fs::copy_file(example / f, dir / f);
+    std::string text = slurp(example / "spec.toml");
+    const std::string from = "constraints = [\"BLOCK_ROWS <= TILE\"";
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    std::ofstream(dir / "spec.toml") << text.replace(at, from.size(), "constraints = [" + constraints);
+    return (dir / "spec.toml").string();
+  };
+  struct Case {
+    std::string name, constraints, says;
+  };
+  const std::vector<Case> cases = {
+      {"min_div", "\"(-9223372036854775807 - 1) / -1 != 0\"", "integer overflow"},
+      {"min_mod", "\"(-9223372036854775807 - 1) % -1 == 0\"", "integer overflow"},
+      {"min_abs", "\"abs(-9223372036854775807 - 1) > 0\"", "integer overflow"},
+      {"deep", "\"" + std::string(5000, '(') + "1" + std::string(5000, ')') + " > 0\"", "nested deeper than"},
+      {"sqrt", "\"sqrt(1 - TILE) < 100\"", "sqrt() of a negative number (-31)"},
+      {"pad", "\"N % (PAD * 64) == 0\"", "modulo by zero"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::string spec = variant(c.name, c.constraints + ", \"BLOCK_ROWS <= TILE\"");
+    const std::string db = " --db " + t.file(c.name + ".db");
+    for (const std::string& args :
+         {"kernels " + spec, "run --kernel " + spec + " --shape 64,64 --compile-only --arch sm_90a --budget 2" + db}) {
+      Result r = run_cli(args);
+      INFO(r.out);
+      CHECK(r.code == 2);
+      CHECK(r.out.find("spec error: " + spec + ": [space].constraints[0]") != std::string::npos);
+      CHECK(r.out.find(c.says) != std::string::npos);
+    }
+    // Refused before a run was recorded (a spec refused at load opens no database).
+    if (fs::exists(t.file(c.name + ".db"))) CHECK(nlohmann::json::parse(run_cli("runs --json" + db).out).empty());
+  }
+  // 0512 is not octal 330; 0x20 is not hex in a shape.
+  for (const char* shape : {"64,0512", "0x20,64"}) {
+    Result r = run_cli("run --kernel " + (example / "spec.toml").string() + " --shape " + shape +
+                       " --compile-only --arch sm_90a --budget 1 --db " + t.db());
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("is not a decimal integer") != std::string::npos);
+  }
+}

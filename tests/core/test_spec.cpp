@@ -3,8 +3,10 @@
 
 #include "core/error.hpp"
 #include "core/spec.hpp"
+#include "core/strings.hpp"
 #include "kernel_templates/registry.hpp"
 #include "tests/catch.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace evotune;
 
@@ -96,6 +98,34 @@ std::string replace(std::string s, const std::string& from, const std::string& t
   auto pos = s.find(from);
   REQUIRE(pos != std::string::npos);
   return s.replace(pos, from.size(), to);
+}
+
+// The message of the SpecError `f` throws; another exception fails the test.
+template <typename F>
+std::string spec_error(F&& f) {
+  try {
+    f();
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  FAIL("expected a SpecError");
+  return "";
+}
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+void rejects(const std::string& text, const std::string& fragment) {
+  std::string why = spec_error([&] { parse(text); });
+  INFO(why);
+  CHECK(has(why, fragment));
+}
+
+const std::string kSpace = "constraints = [\"threads <= TILE * 4\", \"TILE <= N\"]";
+
+KernelSpec with_constraints(const std::string& more) {
+  return parse(replace(kSpec, kSpace, "constraints = [\"threads <= TILE * 4\", \"TILE <= N\", " + more + "]"));
 }
 
 }  // namespace
@@ -210,13 +240,18 @@ TEST_CASE("start configs parse with the defaults filled in", "[spec]") {
   CHECK(parse(kSpec).starts.empty());
 }
 
-TEST_CASE("lets that refer to themselves are an error, not a hang", "[spec]") {
-  KernelSpec s =
-      parse(replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"smem_bytes2\"\nsmem_bytes2 = \"threads\""));
-  Problem p = s.parse_problem("64,64", Dtype::fp16);
-  auto why = s.invalid_reason(Config::parse("TILE=32,WARPS=1"), {p}, DeviceTraits::for_arch(90));
-  REQUIRE(why);
-  CHECK(why->find("refers to itself") != std::string::npos);
+TEST_CASE("lets that refer to themselves are an error at load, not a hang", "[spec]") {
+  std::string why = spec_error([&] {
+    parse(replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"smem_bytes2\"\nsmem_bytes2 = \"threads\""));
+  });
+  CHECK(has(why, "test.toml: [lets].smem_bytes2: the lets form a cycle: smem_bytes2 -> threads -> smem_bytes2"));
+  why = spec_error([&] { parse(replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"1 + threads\"")); });
+  CHECK(has(why, "threads -> threads"));
+  why = spec_error([&] {
+    parse(
+        replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"a + 32 * WARPS\"\na = \"b\"\nb = \"TILE + threads\""));
+  });
+  CHECK(has(why, "a -> b -> threads -> a"));
 }
 
 TEST_CASE("built-in kernels load and unknown names are a usage error", "[spec]") {
@@ -245,4 +280,159 @@ TEST_CASE("a spec file on disk resolves its sources next to it", "[spec]") {
   std::filesystem::remove(dir / "r.cu");
   CHECK_THROWS_AS(load_kernel((dir / "spec.toml").string()), SpecError);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("numbers in shapes, check shapes and configs are decimal, never octal", "[spec]") {
+  CHECK(parse_int("0") == 0);
+  CHECK(parse_int("-3") == -3);
+  CHECK(parse_int("512") == 512);
+  CHECK(parse_int("9223372036854775807") == INT64_MAX);
+  CHECK(parse_int("-9223372036854775808") == INT64_MIN);
+  for (const char* text :
+       {"0512", "010", "08", "00", "-007", "0x10", "+5", "", "-", " 1", "1 ", "9223372036854775808", "1e3", "12abc"}) {
+    INFO(text);
+    CHECK_FALSE(parse_int(text));
+  }
+  KernelSpec s = parse(kSpec);
+  CHECK(s.parse_problem("1024,512", Dtype::fp16).at("N") == 512);
+  for (const char* shape : {"1024,0512", "1024,0x200", "M=1024,N=0512", "M=1024,N=0x200"}) {
+    INFO(shape);
+    try {
+      s.parse_problem(shape, Dtype::fp16);
+      FAIL("accepted");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find("decimal") != std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(Config::parse("TILE=010"), UsageError);
+  CHECK_THROWS_AS(Config::parse("TILE=0x20"), UsageError);
+  CHECK(Config::parse("TILE=32").at("TILE") == 32);
+  CHECK_THROWS_AS(parse(replace(kSpec, "check_shapes = [\"M=33,N=17\"]", "check_shapes = [\"M=033,N=17\"]")),
+                  SpecError);
+  const std::string space = "constraints = [\"threads <= TILE * 4\", \"TILE <= N\"]";
+  CHECK_THROWS_AS(parse(replace(kSpec, space, space + "\nstarts = [\"TILE=064\"]")), SpecError);
+  // In expressions too: a leading zero is refused, 0x hex is read as hex.
+  CHECK_THROWS_AS(parse(replace(kSpec, "\"TILE <= N\"", "\"TILE <= 0512\"")), SpecError);
+  CHECK(parse(replace(kSpec, "\"TILE <= N\"", "\"TILE <= 0x200\"")).constraints[1].text() == "TILE <= 0x200");
+}
+
+TEST_CASE("a constraint that cannot be evaluated is a spec error, never an invalid config", "[spec]") {
+  KernelSpec s = with_constraints("\"N % (TILE - 16) == 0\"");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Problem p = s.parse_problem("1024,512", Dtype::fp16);
+  std::string why = spec_error([&] { s.invalid_reason(Config::parse("TILE=16,WARPS=1"), {p}, dev); });
+  CHECK(has(why, "test.toml: [space].constraints[2] \"N % (TILE - 16) == 0\""));
+  CHECK(has(why, "on M=1024,N=512,T=0 fp16, config TILE=16,WARPS=1"));
+  CHECK(has(why, "modulo by zero in \"N % (TILE - 16)\""));
+  CHECK(has(why, "with N=512, TILE=16"));
+  CHECK_FALSE(s.invalid_reason(Config::parse("TILE=32,WARPS=1"), {p}, dev));
+  // A constraint that is false rejects the config, wherever it stands.
+  CHECK(s.invalid_reason(Config::parse("TILE=16,WARPS=4"), {p}, dev));
+}
+
+TEST_CASE("a let or a double that cannot be evaluated names the let, the expression and the values", "[spec]") {
+  KernelSpec s =
+      parse(replace(replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"32 * WARPS\"\nroot = \"sqrt(N - 600)\""),
+                    kSpace, "constraints = [\"threads <= TILE * 4\", \"TILE <= N\", \"root < 100\"]"));
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  const Config c = s.default_config();
+  std::string why = spec_error([&] { s.invalid_reason(c, {s.parse_problem("1024,512", Dtype::fp16)}, dev); });
+  CHECK(has(why, "[space].constraints[2] \"root < 100\""));
+  CHECK(has(why, "[lets] root: sqrt() of a negative number (-88) in \"sqrt(N - 600)\" with N=512"));
+  CHECK_FALSE(s.invalid_reason(c, {s.parse_problem("1024,700", Dtype::fp16)}, dev));
+}
+
+TEST_CASE("a problem constraint that cannot be evaluated is a spec error, not a rejected problem", "[spec]") {
+  KernelSpec s = parse(replace(kSpec, "\"M >= 1\"", "\"M / (N - 512) != 7\""));
+  CHECK(s.parse_problem("1024,64", Dtype::fp16).at("N") == 64);
+  std::string why = spec_error([&] { s.parse_problem("1024,512", Dtype::fp16); });
+  CHECK(has(why, "[problem].constraints[0] \"M / (N - 512) != 7\" on M=1024,N=512,T=0 fp16"));
+  CHECK(has(why, "division by zero"));
+}
+
+TEST_CASE("a let may not shadow a parameter, a dimension or a built-in", "[spec]") {
+  for (const std::string name : {"TILE", "M", "T", "cc", "num_sms", "dtype_bytes", "is_bf16"}) {
+    INFO(name);
+    rejects(replace(kSpec, "threads = \"32 * WARPS\"", "threads = \"32 * WARPS\"\n" + name + " = \"1\""),
+            "[lets]." + name + ": shadows a");
+  }
+  rejects(replace(kSpec, "name = \"WARPS\"", "name = \"cc\""), "cc is the name of a built-in");
+  rejects(replace(kSpec, "dims = [\"M\", \"N\"]", "dims = [\"M\", \"N\", \"num_sms\"]"),
+          "num_sms is the name of a built-in");
+  rejects(replace(kSpec, "dims = [\"M\", \"N\"]", "dims = [\"M\", \"N\", \"M\"]"), "M is listed twice");
+  rejects(replace(kSpec, "defaults = { T = 0 }", "defaults = { T = 0, TILE = 1 }"), "cannot share its name");
+}
+
+TEST_CASE("spec values are validated at load", "[spec]") {
+  rejects(replace(kSpec, "dtypes = [\"fp16\", \"bf16\"]", "dtypes = []"), "'dtypes' must name at least one dtype");
+  rejects(replace(kSpec, "dtypes = [\"fp16\", \"bf16\"]", "dtypes = [\"fp16\", \"fp16\"]"), "fp16 is listed twice");
+  const std::string entry = "entry = \"toy\"\n";
+  rejects(replace(kSpec, entry, entry + "min_cc = 90\nmax_cc = 80\n"), "max_cc 80 is below min_cc 90");
+  rejects(replace(kSpec, entry, entry + "min_cc = 7\n"), "min_cc = 7 is not a compute capability");
+  rejects(replace(kSpec, entry, entry + "min_cc = 100000000000\n"), "min_cc = 100000000000");
+  rejects(replace(kSpec, entry, entry + "max_cc = -1\n"), "max_cc = -1");
+  CHECK(parse(replace(kSpec, entry, entry + "min_cc = 80\nmax_cc = 0\n")).max_cc == 0);
+  rejects(replace(kSpec, "max_registers = 128", "max_registers = -1"),
+          "[gates].max_registers \"-1\": must be an integer >= 0, is -1");
+  rejects(replace(kSpec, "max_registers = 128", "max_registers = \"2.5\""), "[gates].max_registers");
+  rejects(replace(kSpec, "atol = 0.001", "atol = -0.001"), "[tolerance].atol");
+  rejects(replace(kSpec, "atol = 0.001", "atol = nan"), "finite number");
+  rejects(replace(kSpec, "atol = 0.001", "atol = -inf"), "finite number");
+  rejects(replace(kSpec, "atol = 0.001", "max_bad_frac = 1.5"), "[tolerance].max_bad_frac");
+  rejects(replace(kSpec, "max_abs = 0.5", "max_abs = -1"), "[tolerance.bf16].max_abs");
+  rejects(replace(kSpec, "block = [\"threads\"]", "block = [\"0\"]"), "[launch].block[0]");
+  rejects(replace(kSpec, "\"cdiv(M, TILE)\"]", "\"-1\"]"), "[launch].grid[1]");
+  rejects(replace(kSpec, "smem = \"smem_bytes\"", "smem = \"-1\""), "[launch].smem");
+  rejects(replace(kSpec, "smem = \"smem_bytes\"", "smem = \"smem_bytes\"\ncluster = [\"0\"]"), "[launch].cluster[0]");
+  rejects(replace(kSpec, "block = [\"256\"]", "block = [\"1.5\"]"), "[reference].block[0]");
+  const std::string y = "count = \"M*N\"\nrole = \"out\"";
+  rejects(replace(kSpec, y, "count = \"0\"\nrole = \"out\""), "[[arg]] Y count \"0\": must be a positive integer");
+  rejects(replace(kSpec, y, "count = -4\nrole = \"out\""), "[[arg]] Y count");
+  rejects(replace(kSpec, "name = \"X\"\ntype = \"elem*\"", "name = \"X\"\ntype = \"elem*\"\nscale = -1.0"), "scale");
+  // Evaluated per problem, before any config: a parameter there, even
+  // through a let, cannot have a value.
+  rejects(replace(kSpec, "max_abs = \"0.01 * sqrt(N)\"", "max_abs = \"0.01 * TILE\""), "reads parameter TILE");
+  rejects(replace(kSpec, y, "count = \"M*TILE\"\nrole = \"out\""), "reads parameter TILE");
+  rejects(replace(kSpec, "grid = [\"cdiv(M*N, 256)\"]", "grid = [\"cdiv(M*N, threads)\"]"), "reads parameter WARPS");
+  rejects(replace(kSpec, "\"M >= 1\"", "\"M >= TILE\""), "reads parameter TILE");
+  // Every expression, gates and tolerances included, names only what exists.
+  rejects(replace(kSpec, "max_registers = 128", "max_registers = \"REGS\""), "unknown name 'REGS'");
+  rejects(replace(kSpec, "atol = 0.001", "atol = \"TOL\""), "unknown name 'TOL'");
+}
+
+TEST_CASE("geometry, tolerances and gates that depend on the problem are checked where evaluated", "[spec]") {
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  const Config c = Config::parse("TILE=32,WARPS=1");
+  KernelSpec s = parse(replace(kSpec, "\"cdiv(N, TILE)\", ", "\"cdiv(N, TILE) - 2\", "));
+  CHECK(s.launch_dims(c, s.parse_problem("100,512", Dtype::fp16), dev).grid[0] == 14);
+  std::string why = spec_error([&] { s.launch_dims(c, s.parse_problem("100,64", Dtype::fp16), dev); });
+  CHECK(has(why, "[launch].grid[0] \"cdiv(N, TILE) - 2\" on M=100,N=64,T=0 fp16, config TILE=32,WARPS=1"));
+  CHECK(has(why, "must be a positive integer, is 0 with N=64, TILE=32"));
+  s = parse(replace(kSpec, "block = [\"threads\"]", "block = [\"threads / 3.0\"]"));
+  why = spec_error([&] { s.launch_dims(c, s.parse_problem("100,64", Dtype::fp16), dev); });
+  CHECK(has(why, "[launch].block[0]"));
+  CHECK(has(why, "must be a positive integer, is 10.66"));
+  s = parse(replace(kSpec, "max_abs = \"0.01 * sqrt(N)\"", "max_abs = \"0.01 * sqrt(N) - 0.2\""));
+  CHECK(s.tolerances(s.parse_problem("100,1024", Dtype::fp16)).max_abs == Approx(0.12));
+  why = spec_error([&] { s.tolerances(s.parse_problem("100,64", Dtype::fp16)); });
+  CHECK(has(why, "[tolerance].max_abs"));
+  CHECK(has(why, "must be a number >= 0"));
+  s = parse(replace(kSpec, "max_registers = 128", "max_registers = \"N - 1000\""));
+  why = spec_error([&] { s.gate_reason(Resources{}, c, s.parse_problem("100,512", Dtype::fp16), dev); });
+  CHECK(has(why, "[gates].max_registers \"N - 1000\""));
+  CHECK(has(why, "is -488"));
+}
+
+TEST_CASE("a spec's source must be a regular file", "[spec]") {
+  evotune_test::TempDir t;
+  std::ofstream(t.file("r.cu")) << "// ref";
+  std::filesystem::create_directories(t.path / "sub");
+  for (const char* source : {"sub", "", "."}) {
+    INFO(source);
+    std::ofstream(t.file("spec.toml")) << replace(kSpec, "source = \"k.cu\"",
+                                                  "source = \"" + std::string(source) + "\"");
+    std::string why = spec_error([&] { load_kernel(t.file("spec.toml")); });
+    CHECK(has(why, "[kernel].source"));
+    CHECK(has(why, "not a regular file"));
+  }
 }

@@ -221,3 +221,77 @@ TEST_CASE("enumerate_valid's pruned walk equals filtering the whole product", "[
     CHECK(*walked == expected);  // same configs, same order
   }
 }
+
+namespace {
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  REQUIRE(pos != std::string::npos);
+  return s.replace(pos, from.size(), to);
+}
+
+KernelSpec toy_with(const std::string& from, const std::string& to) {
+  return parse_spec(replace(kSpaceSpec, from, to), "toy.toml", [](const std::string&) { return std::string("//"); });
+}
+
+// The message of the SpecError `f` throws; another exception fails the test.
+template <typename F>
+std::string spec_error(F&& f) {
+  try {
+    f();
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  FAIL("expected a SpecError");
+  return "";
+}
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("an expression that cannot be evaluated is a spec error, never a config left out", "[search]") {
+  const std::string last = "\"smem <= 1024\"";
+  // It fails on the default config: the space refuses to be made.
+  KernelSpec now = toy_with(last, last + ", \"N % (BLOCK - 64) == 0\"");
+  Problem p = now.parse_problem("N=256", Dtype::fp16);
+  std::string why = spec_error([&] { SearchSpace(now, {p}, DeviceTraits{}); });
+  CHECK(has(why, "toy.toml: [space].constraints[3] \"N % (BLOCK - 64) == 0\" on N=256 fp16"));
+  CHECK(has(why, "config BLOCK=64,STAGES=2,WARPS=2: modulo by zero"));
+  // It fails only where two parameters leave their defaults: the enumeration
+  // reports it instead of dropping those configs, and reports it again.
+  KernelSpec later = toy_with(last, last + ", \"STAGES == 2 || WARPS == 2 || N / (BLOCK - 64) > 0\"");
+  SearchSpace space(later, {p}, DeviceTraits{});
+  why = spec_error([&] { space.enumerate_valid(); });
+  CHECK(has(why, "[space].constraints[3]"));
+  CHECK(has(why, "division by zero in \"N / (BLOCK - 64)\""));
+  CHECK(has(why, "BLOCK=64"));
+  CHECK_THROWS_AS(space.enumerate_valid(), SpecError);
+  CHECK_THROWS_AS(space.valid(make_config(64, 1, 1)), SpecError);
+  CHECK(space.valid(make_config(64, 2, 2)));
+  CHECK_FALSE(space.valid(make_config(64, 8, 1)));  // another constraint rejects it: no error
+}
+
+TEST_CASE("making the space evaluates counts and geometry on the problems and their check shapes", "[search]") {
+  const Problem big = toy_spec().parse_problem("N=256", Dtype::fp16);
+  // An out buffer's count, negative on the check shape only.
+  KernelSpec counted = toy_with("count = \"N\"", "count = \"N - 100\"");
+  CHECK_NOTHROW(SearchSpace(counted, {big}, DeviceTraits{}));
+  KernelSpec checked =
+      parse_spec(replace(replace(kSpaceSpec, "count = \"N\"", "count = \"N - 100\""), "dtypes = [\"fp16\", \"fp32\"]",
+                         "dtypes = [\"fp16\", \"fp32\"]\ncheck_shapes = [\"N=33\"]"),
+                 "toy.toml", [](const std::string&) { return std::string("//"); });
+  std::string why = spec_error([&] { SearchSpace(checked, {big}, DeviceTraits{}); });
+  CHECK(has(why, "[[arg]] out count \"N - 100\" on N=33 fp16: must be a positive integer, is -67"));
+  // The kernel's grid for the default config; the reference's block.
+  KernelSpec grid = toy_with("grid = [\"cdiv(N, BLOCK)\"]", "grid = [\"cdiv(N, BLOCK) - 4\"]");
+  why = spec_error([&] { SearchSpace(grid, {big}, DeviceTraits{}); });
+  CHECK(has(why, "[launch].grid[0]"));
+  CHECK(has(why, "config BLOCK=64,STAGES=2,WARPS=2: must be a positive integer, is 0"));
+  KernelSpec ref = toy_with("block = [\"1\"]", "block = [\"N / 512\"]");
+  why = spec_error([&] { SearchSpace(ref, {big}, DeviceTraits{}); });
+  CHECK(has(why, "[reference].block[0] \"N / 512\" on N=256 fp16: must be a positive integer, is 0"));
+  CHECK_NOTHROW(SearchSpace(ref, {ref.parse_problem("N=1024", Dtype::fp16)}, DeviceTraits{}));
+}
