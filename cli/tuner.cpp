@@ -8,7 +8,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <limits>
 #include <map>
@@ -95,7 +97,6 @@ bool ready(const std::future<T>& f) {
 struct CompiledCandidate {
   std::vector<CompileResult> cubins;
   std::vector<int> problem_cubin;  // per problem (timed + check shapes)
-  std::string define_error;
   double compile_ms = 0;
   bool cache_hit = true;
 };
@@ -563,21 +564,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   // problem they apply to) are verified only.
   std::vector<Problem> all_problems = problems;
   std::vector<bool> timed(problems.size(), true);
-  for (size_t i = 0; i < spec.check_shapes.size(); ++i) {
-    for (const Problem& base : problems) {
-      Problem cs = spec.check_shape(i, base);
-      try {
-        spec.check_problem(cs);
-      } catch (const UsageError&) {
-        continue;  // this check shape does not apply to this problem
-      }
-      bool dup = std::any_of(all_problems.begin(), all_problems.end(),
-                             [&](const Problem& x) { return x.canonical() == cs.canonical() && x.dtype == cs.dtype; });
-      if (!dup) {
-        all_problems.push_back(cs);
-        timed.push_back(false);
-      }
-    }
+  for (Problem& cs : spec.check_problems(problems)) {
+    all_problems.push_back(std::move(cs));
+    timed.push_back(false);
   }
 
   // A compile-only run compiles the reference too (it is part of what CI
@@ -727,13 +716,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     std::map<std::string, int> by_key;
     for (const Problem& p : all_problems) {
       if (stop.load()) return cc;
-      std::vector<std::pair<std::string, std::string>> defs;
-      try {
-        defs = spec.compile_defines(cfg, p, dev);
-      } catch (const ExprError& e) {
-        cc.define_error = e.what();
-        return cc;
-      }
+      // A define that cannot be evaluated is the spec's fault (SpecError):
+      // it stops the run.
+      const std::vector<std::pair<std::string, std::string>> defs = spec.compile_defines(cfg, p, dev);
       std::string key = defines_key(defs);
       auto it = by_key.find(key);
       if (it == by_key.end()) {
@@ -781,12 +766,6 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     const CompiledCandidate& cc = e.cc;
     t.compile_ms = cc.compile_ms;
     t.cache_hit = cc.cache_hit && !cc.cubins.empty();
-    if (!cc.define_error.empty()) {
-      t.status = TrialStatus::compile_error;
-      t.error = "[defines]: " + cc.define_error;
-      e.trial = t;
-      return;
-    }
     t.res = worst_resources(cc);
     auto failed = std::find_if(cc.cubins.begin(), cc.cubins.end(), [](const CompileResult& r) { return !r.ok; });
     if (failed != cc.cubins.end() || cc.problem_cubin.size() != all_problems.size()) {
@@ -797,13 +776,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
     }
     // Resource gate, per problem (dynamic shared memory can depend on it).
     for (size_t i = 0; i < all_problems.size(); ++i) {
-      try {
-        e.launches.push_back(planner.launch(e.config, all_problems[i], cc.problem_cubin[i]));
-      } catch (const std::exception& ex) {
-        t.status = TrialStatus::launch_error;
-        t.error = all_problems[i].canonical() + ": " + ex.what();
-        break;
-      }
+      // Geometry the spec cannot evaluate for this config is the spec's
+      // fault (SpecError, exit 2), not the candidate's.
+      e.launches.push_back(planner.launch(e.config, all_problems[i], cc.problem_cubin[i]));
       Resources r = cc.cubins[static_cast<size_t>(cc.problem_cubin[i])].res;
       r.smem_dynamic = static_cast<int>(e.launches.back().dims.smem);
       t.res.smem_dynamic = std::max(t.res.smem_dynamic, r.smem_dynamic);
@@ -946,6 +921,28 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   };
 
   std::deque<Entry> entries;
+  // A run that ends by an exception (a spec error found on a config mid-run,
+  // the GPU set-up or a tool failing) is recorded as failed; its trials stay.
+  // In-flight work is let finish first: nothing of it is recorded.
+  struct OnUnwind {
+    std::function<void()> action;
+    int uncaught = std::uncaught_exceptions();
+    ~OnUnwind() {
+      if (std::uncaught_exceptions() <= uncaught) return;
+      try {
+        action();
+      } catch (...) {  // the exception already unwinding is the one to report
+      }
+    }
+  } failed_on_unwind{[&] {
+    stop.store(true);
+    for (Entry& e : entries) {
+      if (e.compiled.valid()) e.compiled.wait();
+      if (e.gpu_task.valid()) e.gpu_task.wait();
+    }
+    stop.store(false);
+    store.finish_run(run.id, "failed", stats);
+  }};
   size_t next_seed = 0;
   int proposed = 0;
   bool exhausted = false;
@@ -1049,20 +1046,9 @@ TuneResult tune(const TuneOptions& in_opts, std::ostream& out) {
   };
 
   refill();
-  try {
-    start_workers();
-    worker_busy.assign(replay ? std::max<size_t>(o.gpus.size(), 1) : workers.size(), false);
-    if (sanitize.mode != "none")
-      gate.emplace(sanitize.path, exe, setup, sanitizer_problems(timed), spec.gates.sanitize);
-  } catch (...) {
-    // The problems could not be prepared on the GPU: nothing was measured.
-    stop.store(true);
-    for (Entry& e : entries)
-      if (e.compiled.valid()) e.compiled.wait();
-    stop.store(false);
-    store.finish_run(run.id, "failed", stats);
-    throw;
-  }
+  start_workers();
+  worker_busy.assign(replay ? std::max<size_t>(o.gpus.size(), 1) : workers.size(), false);
+  if (sanitize.mode != "none") gate.emplace(sanitize.path, exe, setup, sanitizer_problems(timed), spec.gates.sanitize);
   while (!entries.empty() && !stop.load()) {
     const uint64_t seen = wake.events();
     bool progressed = false;

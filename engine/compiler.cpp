@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "core/error.hpp"
+#include "core/spec.hpp"
 #include "core/strings.hpp"
 #include "engine/compile_cache.hpp"
 
@@ -105,7 +106,7 @@ std::pair<int, bool> parse_arch(const std::string& arch) {
   bool specific = !s.empty() && s.back() == 'a';
   if (specific) s.pop_back();
   auto v = parse_int(s);
-  if (!v || *v < 50 || *v > 200)
+  if (!v || *v < kMinComputeCapability || *v > kMaxComputeCapability)
     throw UsageError("malformed architecture '" + arch + "' (expected e.g. sm_90a, sm_90, sm_80)");
   return {static_cast<int>(*v), specific};
 }

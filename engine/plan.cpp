@@ -223,8 +223,7 @@ ProblemSetup Planner::problem_setup(const Problem& p, bool timed, int reference_
     BufferPlan b;
     b.name = a.name;
     b.elem = resolve_elem(a.elem, p.dtype);
-    b.count = scope.eval(a.count).as_int();
-    if (b.count < 0) throw SpecError("[[arg]] " + a.name + " has a negative count on " + p.canonical());
+    b.count = scope.eval(a.count, ValueRule::positive_int, "[[arg]] " + a.name + " count").as_int();
     b.role = a.role;
     b.init = a.init;
     b.scale = a.init_scale;
@@ -275,7 +274,7 @@ LaunchPlan Planner::launch(const Config& c, const Problem& p, int cubin) const {
       ScratchPlan sp;
       sp.name = a.name;
       sp.elem = resolve_elem(a.elem, p.dtype);
-      sp.count = scope.eval(a.count).as_int();
+      sp.count = scope.eval(a.count, ValueRule::positive_int, "[[arg]] " + a.name + " count").as_int();
       sp.init = a.init;
       ArgPlan ap;
       ap.kind = ArgPlan::Kind::scratch;

@@ -385,3 +385,30 @@ TEST_CASE("a spec expression that cannot be evaluated, or a number that is not d
     CHECK(r.out.find("is not a decimal integer") != std::string::npos);
   }
 }
+
+TEST_CASE("a spec error found on a config mid-run stops the run, exit 2, recorded as failed", "[cli]") {
+  TempDir t;
+  const fs::path example = fs::path(evotune_test::source_dir()) / "examples" / "transpose";
+  const fs::path dir = t.path / "k";
+  fs::create_directories(dir);
+  for (const char* f : {"kernel.cu", "reference.cu"}) fs::copy_file(example / f, dir / f);
+  // A division by zero only for TILE=16 with PAD=0: two steps from the
+  // default (TILE=32, PAD=1), beyond what problem binding evaluates.
+  std::ofstream(dir / "spec.toml") << slurp(example / "spec.toml")
+                                   << "\n[defines]\nSTEP = \"1024 / (TILE - 16 + 100 * PAD)\"\n";
+  const std::string db = " --db " + t.db();
+  Result r = run_cli("run --kernel " + (dir / "spec.toml").string() +
+                         " --shape 64,64 --compile-only --arch sm_90 --strategy exhaustive --budget 40" + db,
+                     "EVOTUNE_CACHE_DIR=" + (t.path / "cache").string());
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("[defines].STEP") != std::string::npos);
+  CHECK(r.out.find("division by zero") != std::string::npos);
+  auto runs = nlohmann::json::parse(run_cli("runs --json" + db).out);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].at("status") == "failed");
+  // What was recorded before it stays readable.
+  Result trials = run_cli("trials 1 --json" + db);
+  CHECK(trials.code == 0);
+  CHECK(nlohmann::json::parse(trials.out).size() == runs[0].at("stats").at("trials").get<size_t>());
+}
