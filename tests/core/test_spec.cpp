@@ -6,6 +6,7 @@
 #include "core/strings.hpp"
 #include "kernel_templates/registry.hpp"
 #include "tests/catch.hpp"
+#include "tests/spec_error.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace evotune;
@@ -100,21 +101,8 @@ std::string replace(std::string s, const std::string& from, const std::string& t
   return s.replace(pos, from.size(), to);
 }
 
-// The message of the SpecError `f` throws; another exception fails the test.
-template <typename F>
-std::string spec_error(F&& f) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    return e.what();
-  }
-  FAIL("expected a SpecError");
-  return "";
-}
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using evotune_test::has;
+using evotune_test::spec_error;
 
 void rejects(const std::string& text, const std::string& fragment) {
   std::string why = spec_error([&] { parse(text); });

@@ -46,6 +46,48 @@ std::string faulty_spec() {
   return evotune_test::source_dir() + "/tests/data/faulty/spec.toml";
 }
 
+DeviceTraits first_device() {
+  DeviceQuery q = query_devices();
+  REQUIRE_FALSE(q.devices.empty());
+  DeviceTraits dev;
+  dev.cc = q.devices[0].cc;
+  dev.num_sms = q.devices[0].num_sms;
+  return dev;
+}
+
+// Compiles for the device; the test fails with the compiler's log when it does not.
+std::string cubin_for(const DeviceTraits& dev, const std::string& src, const std::string& name,
+                      const std::string& entry, std::vector<std::pair<std::string, std::string>> defs = {}) {
+  CompileRequest r;
+  r.source = src;
+  r.source_name = name;
+  r.entry = entry;
+  r.arch = arch_for(dev.cc, false);
+  r.defines = std::move(defs);
+  CompileResult res = compile(r);
+  INFO(res.log);
+  REQUIRE(res.ok);
+  return res.cubin;
+}
+
+// A worker's set-up of one problem of `spec`: the support kernels, the reference, the problem.
+SetupRequest setup_of(const KernelSpec& spec, const DeviceTraits& dev, const Problem& p, bool timed) {
+  SetupRequest setup;
+  setup.cubins.push_back(cubin_for(dev, support_kernels_source(), kSupportKernelsName, "evotune_fill"));
+  setup.cubins.push_back(cubin_for(dev, spec.reference.source_text, "reference.cu", spec.reference.entry));
+  setup.problems.push_back(Planner(spec, dev).problem_setup(p, timed, 1));
+  return setup;
+}
+
+// A request to evaluate config `c` of `spec` on the one problem of setup_of.
+EvalRequest request_of(const KernelSpec& spec, const DeviceTraits& dev, const Problem& p, const Config& c) {
+  EvalRequest req;
+  req.cubins.push_back(cubin_for(dev, spec.source_text, "kernel.cu", spec.entry, spec.compile_defines(c, p, dev)));
+  req.launches.push_back(Planner(spec, dev).launch(c, p, 0));
+  req.abort_us.push_back(0);
+  return req;
+}
+
 }  // namespace
 
 TEST_CASE("every kind of bad candidate gets its status and the run goes on", "[gpu][faults]") {
@@ -142,40 +184,11 @@ TEST_CASE("compute-sanitizer's memcheck reports the write one past the end that 
     WARN("compute-sanitizer not installed: nothing to test");
     return;
   }
-  DeviceQuery q = query_devices();
-  REQUIRE_FALSE(q.devices.empty());
-  DeviceTraits dev;
-  dev.cc = q.devices[0].cc;
-  dev.num_sms = q.devices[0].num_sms;
+  const DeviceTraits dev = first_device();
   KernelSpec spec = load_kernel(faulty_spec());
   Problem p = spec.parse_problem("N=1001", Dtype::fp32);
-  auto build = [&](const std::string& src, const std::string& entry,
-                   std::vector<std::pair<std::string, std::string>> defs) {
-    CompileRequest r;
-    r.source = src;
-    r.source_name = "kernel.cu";
-    r.entry = entry;
-    r.arch = arch_for(dev.cc, false);
-    r.defines = std::move(defs);
-    CompileResult res = compile(r);
-    INFO(res.log);
-    REQUIRE(res.ok);
-    return res.cubin;
-  };
-  SetupRequest setup;
-  setup.cubins.push_back(build(support_kernels_source(), "evotune_fill", {}));
-  setup.cubins.push_back(build(spec.reference.source_text, spec.reference.entry, {}));
-  Planner planner(spec, dev);
-  setup.problems.push_back(planner.problem_setup(p, false, 1));
-  SanitizerGate gate(sanitizer, evotune_test::binary(), setup, {0}, {"memcheck", "racecheck"});
-  auto request = [&](const char* config) {
-    Config c = Config::parse(config);
-    EvalRequest req;
-    req.cubins.push_back(build(spec.source_text, spec.entry, spec.compile_defines(c, p, dev)));
-    req.launches.push_back(planner.launch(c, p, 0));
-    req.abort_us.push_back(0);
-    return req;
-  };
+  SanitizerGate gate(sanitizer, evotune_test::binary(), setup_of(spec, dev, p, false), {0}, {"memcheck", "racecheck"});
+  auto request = [&](const char* config) { return request_of(spec, dev, p, Config::parse(config)); };
   CHECK_FALSE(gate.check(request("MODE=0,BLOCK=128"), 0, 120));
   auto f = gate.check(request("MODE=11,BLOCK=128"), 0, 120);
   REQUIRE(f);
@@ -190,39 +203,14 @@ TEST_CASE("compute-sanitizer's memcheck reports the write one past the end that 
 }
 
 TEST_CASE("timing is stable: one kernel measured five times", "[gpu][timing]") {
-  DeviceQuery q = query_devices();
-  REQUIRE_FALSE(q.devices.empty());
-  DeviceTraits dev;
-  dev.cc = q.devices[0].cc;
-  dev.num_sms = q.devices[0].num_sms;
+  const DeviceTraits dev = first_device();
   KernelSpec spec = load_kernel(faulty_spec());
   Problem p = spec.parse_problem("N=16777216", Dtype::fp32);
-  Config c = Config::parse("MODE=0,BLOCK=256");
-  auto build = [&](const std::string& src, const std::string& name, const std::string& entry,
-                   std::vector<std::pair<std::string, std::string>> defs) {
-    CompileRequest r;
-    r.source = src;
-    r.source_name = name;
-    r.entry = entry;
-    r.arch = arch_for(dev.cc, false);
-    r.defines = std::move(defs);
-    CompileResult res = compile(r);
-    INFO(res.log);
-    REQUIRE(res.ok);
-    return res.cubin;
-  };
-  SetupRequest setup;
-  setup.cubins.push_back(build(support_kernels_source(), kSupportKernelsName, "evotune_fill", {}));
-  setup.cubins.push_back(build(spec.reference.source_text, "reference.cu", spec.reference.entry, {}));
-  Planner planner(spec, dev);
-  setup.problems.push_back(planner.problem_setup(p, true, 1));
+  SetupRequest setup = setup_of(spec, dev, p, true);
   setup.timing.max_samples = 100;
   WorkerClient worker(evotune_test::binary(), setup);
   worker.start();
-  EvalRequest req;
-  req.cubins.push_back(build(spec.source_text, "kernel.cu", spec.entry, spec.compile_defines(c, p, dev)));
-  req.launches.push_back(planner.launch(c, p, 0));
-  req.abort_us.push_back(0);
+  EvalRequest req = request_of(spec, dev, p, Config::parse("MODE=0,BLOCK=256"));
   std::vector<double> p50;
   for (int i = 0; i < 5; ++i) {
     EvalReply r = worker.evaluate(req, 30);

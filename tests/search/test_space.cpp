@@ -9,6 +9,7 @@
 #include "kernel_templates/registry.hpp"
 #include "search/space.hpp"
 #include "tests/catch.hpp"
+#include "tests/spec_error.hpp"
 
 using namespace evotune;
 
@@ -234,21 +235,8 @@ KernelSpec toy_with(const std::string& from, const std::string& to) {
   return parse_spec(replace(kSpaceSpec, from, to), "toy.toml", [](const std::string&) { return std::string("//"); });
 }
 
-// The message of the SpecError `f` throws; another exception fails the test.
-template <typename F>
-std::string spec_error(F&& f) {
-  try {
-    f();
-  } catch (const SpecError& e) {
-    return e.what();
-  }
-  FAIL("expected a SpecError");
-  return "";
-}
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using evotune_test::has;
+using evotune_test::spec_error;
 
 }  // namespace
 
