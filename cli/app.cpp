@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/tuner.hpp"
+#include "cli/console_progress.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "engine/compile_service.hpp"

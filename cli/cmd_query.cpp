@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "cli/app.hpp"
+#include "cli/console_progress.hpp"
 #include "cli/table.hpp"
-#include "cli/tuner.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "kernel_templates/registry.hpp"

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "cli/app.hpp"
-#include "cli/tuner.hpp"
+#include "cli/console_progress.hpp"
 #include "store/store.hpp"
 
 namespace evotune {
@@ -53,7 +53,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--compile-timeout", opts->compile_timeout_s, "seconds before a compile is cut off (compile_error)")
       ->check(positive_number());
   cmd->add_option("--device", opts->device, "CUDA device ordinal")->check(non_negative_number());
-  cmd->add_option("--gpus", opts->gpus_arg,
+  cmd->add_option("--gpus", opts->gpus,
                   "evaluate on several GPUs at once: all, or ordinals like 0,1; with --replay, N simulated GPUs");
   cmd->add_option("--replay", opts->replay_path,
                   "evaluate configs from a dataset (`evotune export RUN --format dataset`) instead of a GPU");

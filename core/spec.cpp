@@ -894,42 +894,35 @@ void check_exprs(const KernelSpec& s, const TomlReader& r) {
   }
 }
 
-}  // namespace
+using SourceReader = std::function<std::string(const std::string&)>;
 
-KernelSpec parse_spec(const std::string& text, const std::string& origin,
-                      const std::function<std::string(const std::string&)>& read) {
-  TomlReader r(origin);
-  toml::table root;
+std::string read_source(const TomlReader& r, const SourceReader& read, const std::string& file,
+                        const std::string& where) {
   try {
-    root = toml::parse(text, origin);
+    return read(file);
+  } catch (const std::exception& e) {
+    r.fail(where, e.what());
+  }
+}
+
+toml::table parse_toml(const std::string& text, const std::string& origin) {
+  try {
+    return toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
     throw SpecError(origin + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
                     std::string(e.description()));
   }
-  r.only_keys(
-      root, "top level",
-      {"kernel", "problem", "defines", "param", "lets", "space", "launch", "arg", "reference", "tolerance", "gates"});
+}
 
-  KernelSpec s;
-  s.origin = origin;
-  s.spec_text = text;
-
-  auto read_or_fail = [&](const std::string& file, const std::string& where) {
-    try {
-      return read(file);
-    } catch (const std::exception& e) {
-      r.fail(where, e.what());
-    }
-  };
-
+void read_kernel(const TomlReader& r, const toml::table& root, const SourceReader& read, KernelSpec& s) {
   const toml::table& k = *r.table(root, "kernel", true, "top level");
   r.only_keys(k, "[kernel]",
               {"name", "description", "source", "entry", "min_cc", "max_cc", "arch_specific", "options", "includes"});
   s.name = r.str(k, "name", "[kernel]", true);
   s.description = r.str(k, "description", "[kernel]", false);
   s.source_name = r.str(k, "source", "[kernel]", true);
-  s.source_text = read_or_fail(s.source_name, "[kernel].source");
+  s.source_text = read_source(r, read, s.source_name, "[kernel].source");
   s.entry = r.str(k, "entry", "[kernel]", true);
   s.min_cc = r.compute_capability(k, "min_cc", 70, false);
   s.max_cc = r.compute_capability(k, "max_cc", 0, true);
@@ -938,7 +931,9 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   s.arch_specific = r.boolean(k, "arch_specific", "[kernel]", false);
   s.options = r.strings(k, "options", "[kernel]");
   s.include_dirs = r.strings(k, "includes", "[kernel]");
+}
 
+void read_problem(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   const toml::table& p = *r.table(root, "problem", true, "top level");
   r.only_keys(p, "[problem]",
               {"dims", "defaults", "dtypes", "constraints", "example", "flops", "bytes", "check_shapes"});
@@ -977,12 +972,16 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
                "'" + cs + "' must be NAME=INTEGER pairs (decimal) over the kernel's dimensions");
     }
   }
+}
 
+void read_defines(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   if (const toml::table* d = r.table(root, "defines", false, "top level")) {
     for (const auto& [name, v] : *d)
       s.defines.emplace_back(std::string(name.str()), r.expr_of(v, "[defines]." + std::string(name.str())));
   }
+}
 
+void read_params(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   const toml::node* params = root.get("param");
   if (!params || !params->is_array_of_tables()) r.fail("top level", "missing [[param]] entries");
   for (const auto& node : *params->as_array()) {
@@ -1008,7 +1007,9 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
     if (s.find_param(ps.name)) r.fail(where, "parameter defined twice");
     s.params.push_back(ps);
   }
+}
 
+void read_lets_and_space(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   if (const toml::table* lets = r.table(root, "lets", false, "top level")) {
     for (const auto& [name, v] : *lets)
       s.lets[std::string(name.str())] = r.expr_of(v, "[lets]." + std::string(name.str()));
@@ -1034,11 +1035,77 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       s.starts.push_back(std::move(c));
     }
   }
+}
 
-  const toml::table& l = *r.table(root, "launch", true, "top level");
-  r.only_keys(l, "[launch]", {"grid", "block", "smem", "cluster"});
-  s.launch = r.launch(l, "[launch]");
+void read_tmap_arg(const TomlReader& r, const toml::table& t, const std::string& where, ArgSpec& a) {
+  a.is_buffer = false;
+  a.is_tmap = true;
+  a.tmap.tensor = r.str(t, "tensor", where, true);
+  a.tmap.dims = r.exprs(t, "dims", where);
+  a.tmap.strides = r.exprs(t, "strides", where);
+  a.tmap.box = r.exprs(t, "box", where);
+  if (a.tmap.dims.empty() || a.tmap.dims.size() > 5) r.fail(where, "'dims' needs 1 to 5 expressions");
+  if (a.tmap.strides.size() + 1 != a.tmap.dims.size())
+    r.fail(where, "'strides' needs one expression per dimension after the first");
+  if (a.tmap.box.size() != a.tmap.dims.size()) r.fail(where, "'box' needs one expression per dimension");
+  a.tmap.swizzle = r.expr(t, "swizzle", where, false);
+  a.tmap.l2_promotion = r.expr(t, "l2_promotion", where, false);
+  a.tmap.enabled = r.expr(t, "enabled", where, false);
+  std::string oob = r.str(t, "oob", where, false, "zero");
+  if (oob != "zero" && oob != "nan") r.fail(where, "oob must be zero or nan");
+  a.tmap.oob_nan = oob == "nan";
+}
 
+void read_buffer_arg(const TomlReader& r, const toml::table& t, const std::string& where, const std::string& type,
+                     ArgSpec& a) {
+  a.is_buffer = true;
+  a.elem = parse_elem(type.substr(0, type.size() - 1), r, where);
+  a.count = r.expr(t, "count", where, true);
+  std::string role = r.str(t, "role", where, false, "in");
+  if (role == "in")
+    a.role = ArgRole::in;
+  else if (role == "out")
+    a.role = ArgRole::out;
+  else if (role == "scratch")
+    a.role = ArgRole::scratch;
+  else
+    r.fail(where, "role must be in, out or scratch");
+  std::string init = r.str(t, "init", where, false, a.role == ArgRole::scratch ? "zero" : "normal");
+  if (init == "normal")
+    a.init = InitKind::normal;
+  else if (init == "uniform")
+    a.init = InitKind::uniform;
+  else if (init == "zero")
+    a.init = InitKind::zero;
+  else if (init == "ones")
+    a.init = InitKind::ones;
+  else
+    r.fail(where, "init must be normal, uniform, zero or ones");
+  if (const toml::node* sc = t.get("scale")) {
+    if (!sc->is_number()) r.fail(where, "scale must be a number");
+    a.init_scale = sc->is_integer() ? static_cast<double>(*sc->value<int64_t>()) : *sc->value<double>();
+    if (!std::isfinite(a.init_scale) || a.init_scale <= 0) r.fail(where, "scale must be a positive number");
+  }
+}
+
+void read_scalar_arg(const TomlReader& r, const toml::table& t, const std::string& where, const std::string& type,
+                     ArgSpec& a) {
+  a.is_buffer = false;
+  if (type == "i32")
+    a.scalar = ScalarType::i32;
+  else if (type == "i64")
+    a.scalar = ScalarType::i64;
+  else if (type == "u32")
+    a.scalar = ScalarType::u32;
+  else if (type == "f32")
+    a.scalar = ScalarType::f32;
+  else
+    r.fail(where, "unknown type '" + type +
+                      "' (buffers: elem*, f16*, bf16*, f32*, i32*, u32*, u8*; scalars: i32, i64, u32, f32)");
+  a.value = r.expr(t, "value", where, true);
+}
+
+void read_args(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   const toml::node* args = root.get("arg");
   if (!args || !args->is_array_of_tables())
     r.fail("top level", "missing [[arg]] entries (the kernel's parameters, in order)");
@@ -1051,67 +1118,12 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
                 {"name", "type", "count", "value", "role", "init", "scale", "tensor", "dims", "strides", "box",
                  "swizzle", "l2_promotion", "enabled", "oob"});
     std::string type = r.str(t, "type", where, true);
-    if (type == "tmap") {
-      a.is_buffer = false;
-      a.is_tmap = true;
-      a.tmap.tensor = r.str(t, "tensor", where, true);
-      a.tmap.dims = r.exprs(t, "dims", where);
-      a.tmap.strides = r.exprs(t, "strides", where);
-      a.tmap.box = r.exprs(t, "box", where);
-      if (a.tmap.dims.empty() || a.tmap.dims.size() > 5) r.fail(where, "'dims' needs 1 to 5 expressions");
-      if (a.tmap.strides.size() + 1 != a.tmap.dims.size())
-        r.fail(where, "'strides' needs one expression per dimension after the first");
-      if (a.tmap.box.size() != a.tmap.dims.size()) r.fail(where, "'box' needs one expression per dimension");
-      a.tmap.swizzle = r.expr(t, "swizzle", where, false);
-      a.tmap.l2_promotion = r.expr(t, "l2_promotion", where, false);
-      a.tmap.enabled = r.expr(t, "enabled", where, false);
-      std::string oob = r.str(t, "oob", where, false, "zero");
-      if (oob != "zero" && oob != "nan") r.fail(where, "oob must be zero or nan");
-      a.tmap.oob_nan = oob == "nan";
-    } else if (ends_with(type, "*")) {
-      a.is_buffer = true;
-      a.elem = parse_elem(type.substr(0, type.size() - 1), r, where);
-      a.count = r.expr(t, "count", where, true);
-      std::string role = r.str(t, "role", where, false, "in");
-      if (role == "in")
-        a.role = ArgRole::in;
-      else if (role == "out")
-        a.role = ArgRole::out;
-      else if (role == "scratch")
-        a.role = ArgRole::scratch;
-      else
-        r.fail(where, "role must be in, out or scratch");
-      std::string init = r.str(t, "init", where, false, a.role == ArgRole::scratch ? "zero" : "normal");
-      if (init == "normal")
-        a.init = InitKind::normal;
-      else if (init == "uniform")
-        a.init = InitKind::uniform;
-      else if (init == "zero")
-        a.init = InitKind::zero;
-      else if (init == "ones")
-        a.init = InitKind::ones;
-      else
-        r.fail(where, "init must be normal, uniform, zero or ones");
-      if (const toml::node* sc = t.get("scale")) {
-        if (!sc->is_number()) r.fail(where, "scale must be a number");
-        a.init_scale = sc->is_integer() ? static_cast<double>(*sc->value<int64_t>()) : *sc->value<double>();
-        if (!std::isfinite(a.init_scale) || a.init_scale <= 0) r.fail(where, "scale must be a positive number");
-      }
-    } else {
-      a.is_buffer = false;
-      if (type == "i32")
-        a.scalar = ScalarType::i32;
-      else if (type == "i64")
-        a.scalar = ScalarType::i64;
-      else if (type == "u32")
-        a.scalar = ScalarType::u32;
-      else if (type == "f32")
-        a.scalar = ScalarType::f32;
-      else
-        r.fail(where, "unknown type '" + type +
-                          "' (buffers: elem*, f16*, bf16*, f32*, i32*, u32*, u8*; scalars: i32, i64, u32, f32)");
-      a.value = r.expr(t, "value", where, true);
-    }
+    if (type == "tmap")
+      read_tmap_arg(r, t, where, a);
+    else if (ends_with(type, "*"))
+      read_buffer_arg(r, t, where, type, a);
+    else
+      read_scalar_arg(r, t, where, type, a);
     for (const auto& other : s.args)
       if (other.name == a.name) r.fail(where, "argument defined twice");
     s.args.push_back(a);
@@ -1126,11 +1138,13 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   if (std::none_of(s.args.begin(), s.args.end(),
                    [](const ArgSpec& a) { return a.is_buffer && a.role == ArgRole::out; }))
     r.fail("[[arg]]", "no buffer has role = \"out\": nothing to verify");
+}
 
+void read_reference(const TomlReader& r, const toml::table& root, const SourceReader& read, KernelSpec& s) {
   const toml::table& ref = *r.table(root, "reference", true, "top level");
   r.only_keys(ref, "[reference]", {"source", "entry", "grid", "block", "smem", "args"});
   s.reference.source_name = r.str(ref, "source", "[reference]", true);
-  s.reference.source_text = read_or_fail(s.reference.source_name, "[reference].source");
+  s.reference.source_text = read_source(r, read, s.reference.source_name, "[reference].source");
   s.reference.entry = r.str(ref, "entry", "[reference]", true);
   s.reference.launch = r.launch(ref, "[reference]");
   s.reference.args = r.strings(ref, "args", "[reference]");
@@ -1140,7 +1154,9 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
     for (const auto& a : s.args)
       if (a.name == n && a.is_tmap) r.fail("[reference].args", "the reference cannot take tensor map '" + n + "'");
   }
+}
 
+void read_tolerances(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   if (const toml::table* tol = r.table(root, "tolerance", false, "top level")) {
     auto read_tol = [&](const toml::table& t, const std::string& where, bool allow_sub) {
       ToleranceSpec ts;
@@ -1170,7 +1186,9 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
       s.tolerance[to_string(parse_dtype(dt))] = read_tol(*v.as_table(), "[tolerance." + dt + "]", false);
     }
   }
+}
 
+void read_gates(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   if (const toml::table* g = r.table(root, "gates", false, "top level")) {
     r.only_keys(*g, "[gates]", {"max_registers", "max_smem", "max_spill_bytes", "max_stack", "sanitize"});
     for (const GateField& f : kGateFields) s.gates.*f.expr = r.expr(*g, f.name, "[gates]", false);
@@ -1181,7 +1199,33 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
           r.fail("[gates]", "sanitize: unknown tool '" + tool + "' (known: " + join(sanitizer_tools(), ", ") + ")");
     }
   }
+}
 
+}  // namespace
+
+KernelSpec parse_spec(const std::string& text, const std::string& origin,
+                      const std::function<std::string(const std::string&)>& read) {
+  TomlReader r(origin);
+  const toml::table root = parse_toml(text, origin);
+  r.only_keys(
+      root, "top level",
+      {"kernel", "problem", "defines", "param", "lets", "space", "launch", "arg", "reference", "tolerance", "gates"});
+  KernelSpec s;
+  s.origin = origin;
+  s.spec_text = text;
+  read_kernel(r, root, read, s);
+  read_problem(r, root, s);
+  read_defines(r, root, s);
+  read_params(r, root, s);
+  read_lets_and_space(r, root, s);
+  const toml::table& l = *r.table(root, "launch", true, "top level");
+  r.only_keys(l, "[launch]", {"grid", "block", "smem", "cluster"});
+  s.launch = r.launch(l, "[launch]");
+
+  read_args(r, root, s);
+  read_reference(r, root, read, s);
+  read_tolerances(r, root, s);
+  read_gates(r, root, s);
   check_names(s, r);
   check_exprs(s, r);
   return s;

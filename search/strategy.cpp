@@ -97,6 +97,7 @@ class StrategyBase : public Strategy {
   void mark_seen(const Config& c) override { remember(c); }
   int invalid_draws() const override { return invalid_draws_; }
   const Population& population() const override { return population_; }
+  Population& population() override { return population_; }
 
  protected:
   bool seen(const Config& c) const { return seen_.count(c.canonical()) > 0; }

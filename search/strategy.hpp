@@ -43,7 +43,10 @@ class Strategy {
   virtual std::string name() const = 0;
   // Constraint rejections so far (draws that cost no budget).
   virtual int invalid_draws() const = 0;
+  // The run's one population: every trial observed is offered to it (the
+  // session assigns stored ids and takes out trials a later gate rejects).
   virtual const Population& population() const = 0;
+  virtual Population& population() = 0;
 };
 
 // name: "evo", "random" or "exhaustive"; throws UsageError for others.

@@ -6,7 +6,7 @@
 #include <random>
 #include <sstream>
 
-#include "cli/tuner.hpp"
+#include "cli/console_progress.hpp"
 #include "core/strings.hpp"
 #include "engine/compiler.hpp"
 #include "engine/device_info.hpp"

@@ -1,19 +1,14 @@
-// CLI: the `evotune` subcommands and the tuning loop that ties the search,
-// the engine and the store together. The loop keeps a window of configs in
-// flight: they compile concurrently on a thread pool while the GPU worker
-// evaluates the oldest one; results are recorded and observed strictly in
-// proposal order, so a run is deterministic for a given seed and results.
+// What a user asks of a tuning run (TuneOptions), and what the run gives back
+// (TuneResult). The options are resolved once into a TunePlan (plan.hpp).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <optional>
-#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "core/spec.hpp"
 #include "engine/plan.hpp"
 #include "store/store.hpp"
 
@@ -34,8 +29,7 @@ struct TuneOptions {
   double compile_timeout_s = 300;  // a compile that takes longer is cut off
   bool isolate_compiles = true;    // NVRTC in child processes (false: threads of this one)
   int device = 0;
-  std::string gpus_arg;            // --gpus: "all" or ordinals "0,1"; with a replay, N simulated GPUs
-  std::vector<int> gpus;           // one worker per GPU (replay: 0..N-1); empty: {device}; set from gpus_arg
+  std::string gpus;                // --gpus: "all" or ordinals "0,1"; with a replay, N simulated GPUs
   std::string replay_path;         // evaluate from a dataset instead of a GPU
   bool replay_warm_cache = false;  // replay: charge no compile time (a warm compile cache)
   int retime_rounds = 3;           // final interleaved re-timing of the elites (0: none)
@@ -74,18 +68,10 @@ struct TuneResult {
   std::optional<Trial> default_trial;
   std::vector<int> status_counts;  // by TrialStatus
   bool interrupted = false;
+  bool exhausted = false;  // the strategy ran out of configs before the budget
 };
 
-// Set by SIGINT: the loop records the trial in hand and stops.
+// Set by SIGINT: the run records the trial in hand and stops.
 std::atomic<bool>& stop_requested();
-
-// Runs (or resumes) one tuning run. Throws UsageError, SpecError, StoreError,
-// NoDeviceError or EngineError for failures of the run itself; a candidate's
-// failure is a trial status.
-TuneResult tune(const TuneOptions& opts, std::ostream& out);
-
-// The elite table printed at the end of a run (and by `evotune top`).
-void print_elites(std::ostream& out, const RunInfo& run, const std::vector<Trial>& elites,
-                  const std::optional<Trial>& default_trial, const KernelSpec* spec);
 
 }  // namespace evotune

@@ -1,0 +1,76 @@
+// The search loop: proposals run up to a window ahead of the observations;
+// each config is staged (compiled and gated) as soon as it is proposed and
+// run on the first free slot once staged; finished trials are recorded
+// strictly in proposal order, so a run is deterministic for a seed and its
+// results, on any number of GPUs.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <future>
+#include <optional>
+
+#include "search/space.hpp"
+#include "search/strategy.hpp"
+#include "tune/evaluator.hpp"
+#include "tune/plan.hpp"
+#include "tune/recorder.hpp"
+
+namespace evotune {
+
+// What a run on a slot may take, given the population's best trial so far:
+// timing stops past abort_factor × its p50, a run is cut off past
+// max(timeout_floor_s, timeout_factor × its GPU time).
+Limits limits_for(const TunePlan& plan, const Trial* best);
+
+struct SearchOutcome {
+  bool interrupted = false;  // a stop was requested
+  bool exhausted = false;    // the strategy ran out of configs
+};
+
+class SearchLoop {
+ public:
+  SearchLoop(const TunePlan& plan, const SearchSpace& space, Evaluator& ev, Strategy& strategy, RunRecorder& recorder,
+             Wakeup& wake);
+  // Lets whatever is still in flight finish; nothing of it is recorded.
+  ~SearchLoop();
+  SearchLoop(const SearchLoop&) = delete;
+  SearchLoop& operator=(const SearchLoop&) = delete;
+
+  // Runs until the budget is spent, the space is exhausted or a stop is
+  // requested. `start` runs once, after the first configs are staging (it
+  // sets the problems up on the GPUs meanwhile).
+  SearchOutcome run(const std::function<void()>& start);
+
+ private:
+  // One proposed config on its way through: staged, run on a slot, recorded.
+  struct Entry {
+    Config config;
+    double proposed_at = 0;
+    std::future<Staged> staging;  // until taken
+    std::optional<Job> job;       // staged for a slot
+    int slot = -1;
+    std::future<Trial> running;
+    std::optional<Trial> trial;  // finished
+    bool user_invalid = false;   // a user config the constraints reject: never counted as proposed
+  };
+
+  void refill();
+  bool advance(Entry& e);
+  void abandon();
+  long staging() const;
+
+  const TunePlan& plan_;
+  const SearchSpace& space_;
+  Evaluator& ev_;
+  Strategy& strategy_;
+  RunRecorder& recorder_;
+  Wakeup& wake_;
+  std::deque<Entry> entries_;
+  std::vector<bool> slot_busy_;
+  size_t next_seed_ = 0;
+  int proposed_ = 0;  // in flight, not yet recorded
+  bool exhausted_ = false;
+};
+
+}  // namespace evotune
