@@ -107,6 +107,10 @@
 // Launch (spec.toml): 1-D grid of whole clusters, block = 128*CONSUMER_WG +
 // (PRODUCER ? 128 : EPILOGUE >= 4 ? 64 : 32), dynamic shared memory = 1024 (alignment slack) +
 // STAGES * stage bytes + epilogue staging + 256 (barriers).
+//
+// Build option (not a tunable; off in the product, which compiles without
+// it): GEMM_SM90_TIMELINE adds per-CTA time stamps for tools/timeline.py,
+// which defines it in a copy of the spec (see tl_mark below for the stamps).
 
 #include "evotune_ptx.cuh"
 #include "evotune_sm90.cuh"
@@ -251,8 +255,9 @@ static_assert(EPILOGUE != 4 || SPLIT_K == 1, "the storer warp serves whole tiles
 static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && (BLOCK_K / CLUSTER_M) % 8 == 0, "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 
-// Developer timeline (scripts/dev/timeline.py compiles a copy of the spec
-// that defines GEMM_SM90_TIMELINE): thread 0 of each CTA stamps %globaltimer
+// Timeline build option (tools/timeline.py compiles a copy of the spec
+// that defines GEMM_SM90_TIMELINE; without it these are empty and the
+// machine code is the product's): thread 0 of each CTA stamps %globaltimer
 // into its row of 32: 0 entry, 1 SM id, then per unit i < 4 the end of its MMAs
 // (2 + 2i) and of its epilogue (3 + 2i); for the last unit, the epilogue's
 // start (10), its first staged piece fenced (EPILOGUE=2) or all pieces

@@ -1,25 +1,37 @@
 #!/usr/bin/env python3
-"""Developer probe for a lent GPU host: per-CTA timelines of gemm_sm90.
+"""Per-CTA timelines of gemm_sm90: when each CTA starts, loads, computes and stores.
 
-Builds a copy of the gemm_sm90 spec that defines GEMM_SM90_TIMELINE (kernel.cu
-then stamps %globaltimer per CTA: entry, end of each unit's MMAs and of its
-epilogue, exit), compiles and verifies each --config with evotune (one
-exhaustive trial), and launches the cubin the way bench/side_by_side.py does,
-back to back, with and without an L2 flush between launches (the flush is
-triton do_bench's: zeroing 256 MB). The stamps are copied out in stream order
-(no host synchronisation between launches, so the GPU stays at its steady
-state) and summarised per config and mode (median over launches of each
-figure, in us from the first CTA's entry; u<i>_* per unit, u0_first and
-u0_half when the first unit's first and middle k-tiles landed, kc_* the same
-in thousands of SM cycles (clock64: entry to the set-up barrier passed, to the
-producer's first loads issued, to the first k-tile landed; the first and
-second unit's MMAs) and mhz the clock they imply, kw_* the cycles thread 0
-waited on operands in the first and second unit (all k-tiles, the first
-four), last_* the steps
-of each CTA's last epilogue), after cuBLAS's event time on the same shape and
-modes; --npz keeps the raw stamps.
+gemm_sm90's kernel.cu has a build option, GEMM_SM90_TIMELINE (off in the
+product; the kernel's comment above tl_mark lists the stamps): thread 0 of
+each CTA stamps %globaltimer and the SM's clock64 into a table of 32 slots per
+CTA at fixed points (entry, set-up done, first loads issued, first k-tile
+landed, the end of each tile's MMAs and epilogue, exit) and counts the cycles
+it waits on operands. This tool copies the gemm_sm90 template to a temporary
+folder, turns the option on in the copy's spec ([defines]; its spill and stack
+gates are loosened to 128 bytes, which the stamps cost a producer warpgroup),
+tunes each --config there as a one-trial run (so it is compiled, gated and
+verified by evotune), and launches the cubin the way bench/side_by_side.py
+does: back to back, with and without an L2 flush between launches (256 MB
+zeroed, as triton's do_bench), the stamps copied out in stream order with no
+host synchronisation between launches. cuBLAS (torch.matmul) is timed on the
+same shape and modes by CUDA events for comparison. Cycles do not depend on
+the clock the power limit allows, so they compare configs exactly.
 
-    scripts/dev/timeline.py --shape 8192,1024,8192 --config BLOCK_M=128,PERSISTENT=1 --config ...
+Needs:  a Hopper GPU (sm_90a); PyTorch and numpy; an evotune binary
+        (--evotune, else $EVOTUNE, else build/evotune).
+Run:    tools/timeline.py --shape 8192,1024,8192 --config BLOCK_N=256,PERSISTENT=1 --config ...
+        --npz FILE keeps the raw stamps (per config and mode).
+Prints: cuBLAS's event time per mode (us); then per config and mode (flush,
+        noflush) one line of medians over launches: event time and span (us),
+        entry skew, exit spread, idle (the SM-time share outside the CTAs);
+        u<i>_mma_* / u<i>_epi, when unit i's MMAs ended and its epilogue took
+        (us from the first CTA's entry); u0_first / u0_half, when the first
+        unit's first and middle k-tiles landed; last_*, the steps of each CTA's
+        last epilogue; kc_*, thousands of SM cycles from entry to the set-up
+        barrier, the producer starting and issuing its first loads, the first
+        k-tile landing, and of the first and second unit's MMAs; mhz, the clock
+        they imply; kw_*, thousands of cycles thread 0 waited on operands in
+        units 0 and 1 (all k-tiles, the first four).
 """
 import argparse
 import ctypes
@@ -33,11 +45,20 @@ import tempfile
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 from side_by_side import TunedKernel, check, cuda, make_tensors  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SLOTS = 32
+SLOTS = 32  # stamps per CTA (kernel.cu's gemm_sm90_timeline rows)
+
+
+def evotune_binary(path):
+    """--evotune, else $EVOTUNE, else build/evotune; an error naming it when it is not there."""
+    path = path or os.environ.get("EVOTUNE") or os.path.join(ROOT, "build", "evotune")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SystemExit(f"no evotune binary at {path} (build it with scripts/bootstrap.sh, or pass --evotune PATH "
+                         "or set EVOTUNE)")
+    return path
 
 
 def dev_spec(tmp):
@@ -181,7 +202,7 @@ def summarise(tl, clk, ev_us):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--evotune", default=os.path.join(ROOT, ".device-build", "evotune"))
+    ap.add_argument("--evotune", help="evotune binary (default: $EVOTUNE, else build/evotune)")
     ap.add_argument("--shape", required=True, help="M,N,K")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--config", action="append", required=True, help="gemm_sm90 config (repeatable)")
@@ -189,6 +210,7 @@ if __name__ == "__main__":
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--npz", help="write the raw stamps here")
     args = ap.parse_args()
+    args.evotune = evotune_binary(args.evotune)
     torch.zeros(1, device="cuda")
     tmp = tempfile.mkdtemp(prefix="evotune-tl-")
     spec, db = dev_spec(tmp), os.path.join(tmp, "tl.db")

@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
-"""Developer probe for a lent GPU host: kernel time against event time, gemm_sm90 and cuBLAS.
+"""Kernel time against event time: tuned gemm_sm90 runs and cuBLAS, side by side.
 
 Event time (two CUDA events around each launch, after an L2 flush) is the
 kernel plus whatever the launch costs on the GPU between the events. This
-times each evotune run given and cuBLAS on the same inputs, --rounds rounds
-in rotated order, with bench/kernel_time.py (CUPTI kernel records under
-torch.profiler, events recorded around every call as well), and prints per
-contender the median event time, the median kernel time and their
-difference, and the gap from the flush's end to the GEMM kernel's start.
+times the winner of each evotune run given and cuBLAS (torch.matmul) on the
+same inputs, --rounds rounds in rotated order, with bench/kernel_time.py
+(CUPTI kernel records under torch.profiler, L2 flushed before every call,
+CUDA events recorded around every call as well).
 
-    scripts/dev/kprof.py --evotune .device-build/evotune --db b.db --runs 1,2 --shape 8192,1024,8192
-
-With --exporters, runs tuned by different builds (say, before and after a
-kernel change, in one database) are compared in one process.
+Needs:  a CUDA GPU that runs the runs' kernels; PyTorch and numpy; an evotune
+        binary (--evotune, else $EVOTUNE, else build/evotune) and a database
+        holding finished runs of a GEMM template (gemm_sm90 or gemm) at --shape,
+        e.g. from `evotune run --kernel gemm_sm90 --shape 8192,1024,8192 --dtype bf16`.
+Run:    tools/kprof.py --db bench.db --runs 1,2 --shape 8192,1024,8192
+        With --exporters, runs tuned by different builds (say, before and after
+        a kernel change, in one database) are compared in one process: a launch
+        export needs the binary whose kernel sources the run was tuned with.
+Prints: per contender the median event time, the median kernel time, their
+        difference and the gap from the flush's end to the GEMM kernel's start
+        (all in us, with the number of calls); then per run cuBLAS's kernel time
+        over the run's, round by round (mean, median, min, max, sd).
 """
 import argparse
 import json
@@ -23,9 +30,19 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 from kernel_time import KernelTimer  # noqa: E402
 from side_by_side import TunedKernel, make_tensors  # noqa: E402
+
+
+def evotune_binary(path):
+    """--evotune, else $EVOTUNE, else build/evotune; an error naming it when it is not there."""
+    path = path or os.environ.get("EVOTUNE") or os.path.join(ROOT, "build", "evotune")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SystemExit(f"no evotune binary at {path} (build it with scripts/bootstrap.sh, or pass --evotune PATH "
+                         "or set EVOTUNE)")
+    return path
 
 
 def load(args, run, exporter):
@@ -39,7 +56,7 @@ def load(args, run, exporter):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--evotune", required=True)
+    ap.add_argument("--evotune", help="evotune binary (default: $EVOTUNE, else build/evotune)")
     ap.add_argument("--db", required=True)
     ap.add_argument("--runs", required=True, help="comma-separated run ids")
     ap.add_argument("--exporters", help="comma-separated evotune binaries that export each run (default --evotune; "
@@ -48,6 +65,7 @@ def main():
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    args.evotune = evotune_binary(args.evotune)
     M, N, K = (int(x) for x in args.shape.split(","))
     contenders = []
     runs = args.runs.split(",")

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SASS of one config of a kernel, compiled by evotune's own NVRTC path (the
+# same options, defines and headers a tuning run uses), for reading the
+# machine code a change produces.
+#
+# Needs:  no GPU. An evotune binary: $EVOTUNE, default build/evotune
+#         (scripts/bootstrap.sh builds it); cuobjdump (CUDA toolkit) on PATH.
+# Run:    tools/sass.sh CONFIG [SHAPE] > k.sass
+#           tools/sass.sh 'BLOCK_N=256,PERSISTENT=1'                      # gemm_sm90 at 8192,1024,8192
+#           KERNEL=sdpa_fwd DTYPE=fp16 tools/sass.sh 'BLOCK_M=128' 2,8,512,64
+#         KERNEL: a built-in name or a spec path (default gemm_sm90); ARCH
+#         (default sm_90a); DTYPE (default bf16). CONFIG may name only some
+#         parameters (the others take their defaults).
+# Prints: `cuobjdump -sass` of the kernel's cubins on stdout (one per variant
+#         the run compiles, e.g. for a check shape that needs other defines;
+#         the reference kernel's are left out); evotune's output on failure.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+EVOTUNE=$(realpath -m "${EVOTUNE:-$root/build/evotune}")
+if [ ! -x "$EVOTUNE" ]; then
+  echo "sass.sh: no evotune binary at $EVOTUNE (build it with scripts/bootstrap.sh, or set EVOTUNE=/path/to/evotune)" >&2
+  exit 2
+fi
+command -v cuobjdump >/dev/null || { echo "sass.sh: cuobjdump (CUDA toolkit) is not on PATH" >&2; exit 2; }
+CFG=${1:?usage: tools/sass.sh CONFIG [SHAPE]}
+SHAPE=${2:-8192,1024,8192}
+KERNEL=${KERNEL:-gemm_sm90}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$root" || exit 2  # a spec path in KERNEL is relative to the repository root
+if ! EVOTUNE_CACHE_DIR=$dir/cache "$EVOTUNE" --db "$dir/s.db" run -q --kernel "$KERNEL" --shape "$SHAPE" \
+  --dtype "${DTYPE:-bf16}" --compile-only --arch "${ARCH:-sm_90a}" --strategy exhaustive --budget 1 --config "$CFG" \
+  >"$dir/run.log" 2>&1; then
+  cat "$dir/run.log" >&2
+  exit 1
+fi
+found=0
+while IFS= read -r f; do
+  s=$(cuobjdump -sass "$f")
+  if ! grep -qE 'Function : .*_reference$' <<<"$s"; then
+    printf '%s\n' "$s"
+    found=1
+  fi
+done < <(find "$dir/cache" -name '*.cubin')
+if [ $found = 0 ]; then
+  echo "sass.sh: no cubin was built (the config may be rejected):" >&2
+  cat "$dir/run.log" >&2
+  exit 1
+fi
