@@ -10,7 +10,7 @@
 #include "cli/table.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
-#include "kernel_templates/registry.hpp"
+#include "export/run_spec.hpp"
 #include "store/store.hpp"
 
 namespace evotune {
@@ -37,7 +37,7 @@ std::optional<Trial> default_trial_of(const Store& s, const RunInfo& r) {
 // The spec, for TFLOP/s columns, when the kernel is still available.
 std::optional<KernelSpec> spec_of(const RunInfo& r) {
   try {
-    return load_kernel(r.spec_origin == "builtin" ? r.kernel : r.spec_origin);
+    return load_run_spec(r);
   } catch (const std::exception&) {
     return std::nullopt;
   }

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/strings.hpp"
-
 namespace evotune {
 
 namespace {
@@ -46,24 +44,6 @@ void Table::print(std::ostream& os) const {
   };
   line(header_, true);
   for (const auto& r : rows_) line(r, false);
-}
-
-std::string fmt_us(double us) {
-  if (us <= 0) return "-";
-  if (us < 10) return strfmt("%.3f", us);
-  if (us < 100) return strfmt("%.2f", us);
-  if (us < 100000) return strfmt("%.1f", us);
-  return strfmt("%.4g", us);
-}
-
-std::string fmt_ratio(double r) {
-  return r > 0 ? strfmt("%.2fx", r) : "-";
-}
-std::string fmt_sci(double v) {
-  return strfmt("%.1e", v);
-}
-std::string fmt_kib(long long bytes) {
-  return strfmt("%.1fK", static_cast<double>(bytes) / 1024.0);
 }
 
 }  // namespace evotune

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/format.hpp"  // what fills the cells
+
 namespace evotune {
 
 class Table {
@@ -19,11 +21,5 @@ class Table {
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
 };
-
-// "18.42", "1234", "1.23e+05": latency in µs with 3-4 significant digits.
-std::string fmt_us(double us);
-std::string fmt_ratio(double r);       // "1.23x"
-std::string fmt_sci(double v);         // "3.1e-03"
-std::string fmt_kib(long long bytes);  // "48.0K"
 
 }  // namespace evotune

@@ -16,25 +16,6 @@ namespace evotune {
 
 // ------------------------------------------------------------ enum names
 
-std::string to_string(ElemType t) {
-  switch (t) {
-    case ElemType::elem:
-      return "elem";
-    case ElemType::f16:
-      return "f16";
-    case ElemType::bf16:
-      return "bf16";
-    case ElemType::f32:
-      return "f32";
-    case ElemType::i32:
-      return "i32";
-    case ElemType::u32:
-      return "u32";
-    case ElemType::u8:
-      return "u8";
-  }
-  return "?";
-}
 std::string to_string(ScalarType t) {
   switch (t) {
     case ScalarType::i32:
@@ -71,31 +52,6 @@ std::string to_string(InitKind k) {
       return "ones";
   }
   return "?";
-}
-
-ElemType resolve_elem(ElemType t, Dtype run_dtype) {
-  if (t != ElemType::elem) return t;
-  switch (run_dtype) {
-    case Dtype::fp16:
-      return ElemType::f16;
-    case Dtype::bf16:
-      return ElemType::bf16;
-    case Dtype::fp32:
-      return ElemType::f32;
-  }
-  return ElemType::f32;
-}
-
-int elem_bytes(ElemType t, Dtype run_dtype) {
-  switch (resolve_elem(t, run_dtype)) {
-    case ElemType::f16:
-    case ElemType::bf16:
-      return 2;
-    case ElemType::u8:
-      return 1;
-    default:
-      return 4;
-  }
 }
 
 DeviceTraits DeviceTraits::for_arch(int cc) {
@@ -573,18 +529,6 @@ LaunchDims eval_launch(const LaunchSpec& l, const Scope& scope, const std::strin
   }
   d.smem = l.smem.empty() ? 0 : scope.eval(l.smem, ValueRule::nonneg_int, section + ".smem").as_int();
   return d;
-}
-
-const char* dtype_macro(Dtype d) {
-  switch (d) {
-    case Dtype::fp16:
-      return "EVOTUNE_DTYPE_FP16";
-    case Dtype::bf16:
-      return "EVOTUNE_DTYPE_BF16";
-    case Dtype::fp32:
-      return "EVOTUNE_DTYPE_FP32";
-  }
-  return "EVOTUNE_DTYPE_FP32";
 }
 
 }  // namespace

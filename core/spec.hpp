@@ -24,18 +24,13 @@ struct ParamSpec {
   std::string help;
 };
 
-enum class ElemType { elem, f16, bf16, f32, i32, u32, u8 };  // elem: the run's dtype
 enum class ScalarType { i32, i64, u32, f32 };
 enum class ArgRole { in, out, scratch };
 enum class InitKind { normal, uniform, zero, ones };
 
-std::string to_string(ElemType t);
 std::string to_string(ScalarType t);
 std::string to_string(ArgRole r);
 std::string to_string(InitKind k);
-int elem_bytes(ElemType t, Dtype run_dtype);
-// The concrete element type of a buffer (elem resolved to the run's dtype).
-ElemType resolve_elem(ElemType t, Dtype run_dtype);
 
 // A TMA tensor map (sm_90) over one of the buffers, passed by value as a
 // 128-byte `const __grid_constant__` parameter. Dims, strides and box are in

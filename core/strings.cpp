@@ -40,6 +40,12 @@ std::string to_lower(std::string_view s) {
   return r;
 }
 
+std::string to_upper(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return r;
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string r;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -12,6 +12,7 @@ namespace evotune {
 std::vector<std::string> split(std::string_view s, char sep);
 std::string trim(std::string_view s);
 std::string to_lower(std::string_view s);
+std::string to_upper(std::string_view s);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);

@@ -42,30 +42,6 @@ int64_t Config::at(const std::string& name) const {
   return it->second;
 }
 
-std::string to_string(Dtype d) {
-  switch (d) {
-    case Dtype::fp16:
-      return "fp16";
-    case Dtype::bf16:
-      return "bf16";
-    case Dtype::fp32:
-      return "fp32";
-  }
-  return "?";
-}
-
-Dtype parse_dtype(const std::string& s) {
-  std::string t = to_lower(s);
-  if (t == "fp16" || t == "f16" || t == "half" || t == "float16") return Dtype::fp16;
-  if (t == "bf16" || t == "bfloat16") return Dtype::bf16;
-  if (t == "fp32" || t == "f32" || t == "float" || t == "float32") return Dtype::fp32;
-  throw UsageError("unknown dtype '" + s + "' (expected fp16, bf16 or fp32)");
-}
-
-int dtype_bytes(Dtype d) {
-  return d == Dtype::fp32 ? 4 : 2;
-}
-
 std::optional<int64_t> Problem::find(const std::string& name) const {
   for (const auto& [k, v] : dims)
     if (k == name) return v;

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/dtype.hpp"
+
 namespace evotune {
 
 // A point of the search space: parameter name → integer value.
@@ -29,11 +31,6 @@ struct Config {
   bool operator==(const Config& o) const { return values == o.values; }
   bool operator<(const Config& o) const { return values < o.values; }
 };
-
-enum class Dtype { fp16, bf16, fp32 };
-std::string to_string(Dtype d);
-Dtype parse_dtype(const std::string& s);  // throws UsageError
-int dtype_bytes(Dtype d);
 
 // The named dimensions of one call of a kernel plus the element type.
 struct Problem {

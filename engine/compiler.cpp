@@ -93,6 +93,18 @@ std::string cuda_include_dir() {
   return dir;
 }
 
+CompileRequest kernel_request(const KernelSpec& spec, const std::string& arch) {
+  CompileRequest r;
+  r.source_name = spec.source_name;
+  r.source = spec.source_text;
+  r.entry = spec.entry;
+  r.arch = arch;
+  r.options = spec.options;
+  r.include_dirs = spec.include_dirs;
+  r.headers = spec.headers;
+  return r;
+}
+
 std::string arch_for(int cc, bool arch_specific) {
   return "sm_" + std::to_string(cc) + (arch_specific && cc >= 90 ? "a" : "");
 }

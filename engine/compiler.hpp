@@ -27,6 +27,11 @@ struct CompileRequest {
   std::string key() const;
 };
 
+struct KernelSpec;
+// A spec's kernel (source, entry, options, include directories, headers)
+// for `arch`, without defines: each problem adds its own.
+CompileRequest kernel_request(const KernelSpec& spec, const std::string& arch);
+
 struct CompileResult {
   bool ok = false;
   std::string cubin;

@@ -7,10 +7,6 @@
 
 namespace evotune {
 
-std::string cuda_version_string(int v) {
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
-
 namespace {
 
 std::string format_uuid(const cudaUUID_t& u) {

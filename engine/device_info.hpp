@@ -27,7 +27,4 @@ struct DeviceQuery {
 
 DeviceQuery query_devices();
 
-// "13.0" from 13000.
-std::string cuda_version_string(int v);
-
 }  // namespace evotune

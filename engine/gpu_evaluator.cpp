@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "engine/support_kernels.hpp"
@@ -22,18 +23,6 @@ double ms_since(Clock::time_point t0) {
 
 int elem_code(ElemType e) {
   return static_cast<int>(e);
-}
-
-size_t elem_size(ElemType e) {
-  switch (e) {
-    case ElemType::f16:
-    case ElemType::bf16:
-      return 2;
-    case ElemType::u8:
-      return 1;
-    default:
-      return 4;
-  }
 }
 
 unsigned grid_for(int64_t n, int num_sms) {
@@ -247,7 +236,7 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
     st.setup = ps;
     for (const BufferPlan& b : ps.buffers) {
       const uint64_t seed = req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + b.salt;
-      GuardedBuffer buf = allocate(static_cast<size_t>(b.count) * elem_size(b.elem), seed);
+      GuardedBuffer buf = allocate(static_cast<size_t>(b.count) * static_cast<size_t>(elem_bytes(b.elem)), seed);
       if (b.role == ArgRole::in)
         fill(buf.data(), b.elem, b.count, b.init, b.scale, seed);
       else
@@ -491,7 +480,7 @@ GpuSession::Candidate GpuSession::load(const EvalRequest& req) {
       uint64_t salt = 0x5C7A7C400000ULL + pi * 64;
       for (const ScratchPlan& sp : lp.scratch) {
         const int64_t count = std::max<int64_t>(sp.count, 1);
-        pp.scratch.push_back(allocate(static_cast<size_t>(count) * elem_size(sp.elem), ++salt));
+        pp.scratch.push_back(allocate(static_cast<size_t>(count) * static_cast<size_t>(elem_bytes(sp.elem)), ++salt));
         pp.scratch_names.push_back(sp.name.empty() ? "scratch" : sp.name);
         fill(pp.scratch.back().data(), sp.elem, count, sp.init, 1.0, 12345);
       }

@@ -306,6 +306,10 @@ const char* const kStatsAssignments =
 
 }  // namespace
 
+std::string RunInfo::kernel_ref() const {
+  return spec_origin == "builtin" ? kernel : spec_origin;
+}
+
 // ------------------------------------------------------------------ open
 
 Store::Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

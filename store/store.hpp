@@ -1,10 +1,13 @@
-// Store: every run and trial of evotune in one SQLite file (WAL mode). The
-// schema is versioned with PRAGMA user_version and upgraded by forward
+// Store: every run and trial of evotune in one SQLite file (WAL mode), and
+// nothing else — writing headers, JSON and reports from it is export/'s job.
+// The schema is versioned with PRAGMA user_version and upgraded by forward
 // migrations (schema.cpp); each trial is committed in its own transaction,
 // together with the elite population it produced, so a kill at any moment
 // loses at most the trial in flight. Users may query the file with the
-// sqlite3 shell: docs/SCHEMA.md documents the tables and views. A Store is one
-// connection: use it from one thread at a time (other processes may share the file).
+// sqlite3 shell: docs/SCHEMA.md documents the tables and views. A run's trials
+// also travel as a dataset file (dataset.hpp) that `run --replay` reads back.
+// A Store is one connection: use it from one thread at a time (other
+// processes may share the file).
 #pragma once
 
 #include <cstdint>
@@ -63,6 +66,10 @@ struct RunInfo {
   RunStats stats;
   std::optional<int64_t> default_trial_id;  // the template's default config
   std::optional<int64_t> best_trial_id;
+
+  // What load_kernel takes to load this run's kernel again: the built-in's
+  // name, or the spec file's path.
+  std::string kernel_ref() const;
 };
 
 // One timed launch series of the final interleaved re-timing.

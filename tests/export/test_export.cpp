@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/spec.hpp"
-#include "store/export.hpp"
+#include "export/export.hpp"
 #include "tests/catch.hpp"
 #include "tests/temp_dir.hpp"
 
