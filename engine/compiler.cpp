@@ -93,11 +93,13 @@ std::string cuda_include_dir() {
   return dir;
 }
 
-CompileRequest kernel_request(const KernelSpec& spec, const std::string& arch) {
+CompileRequest kernel_request(const KernelSpec& spec, const std::string& arch,
+                              std::vector<std::pair<std::string, std::string>> defines) {
   CompileRequest r;
   r.source_name = spec.source_name;
   r.source = spec.source_text;
   r.entry = spec.entry;
+  r.defines = std::move(defines);
   r.arch = arch;
   r.options = spec.options;
   r.include_dirs = spec.include_dirs;

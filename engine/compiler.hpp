@@ -29,8 +29,9 @@ struct CompileRequest {
 
 struct KernelSpec;
 // A spec's kernel (source, entry, options, include directories, headers)
-// for `arch`, without defines: each problem adds its own.
-CompileRequest kernel_request(const KernelSpec& spec, const std::string& arch);
+// compiled for `arch` with one problem's defines.
+CompileRequest kernel_request(const KernelSpec& spec, const std::string& arch,
+                              std::vector<std::pair<std::string, std::string>> defines);
 
 struct CompileResult {
   bool ok = false;

@@ -77,9 +77,7 @@ class WinnerCubins {
   int index_of(const std::vector<std::pair<std::string, std::string>>& defines) {
     auto [it, fresh] = by_defines_.emplace(defines, static_cast<int>(cubins_.size()));
     if (fresh) {
-      CompileRequest req = kernel_request(spec_, arch_);
-      req.defines = defines;
-      CompileResult c = compile(req);
+      CompileResult c = compile(kernel_request(spec_, arch_, defines));
       if (!c.ok) throw EngineError("the winner no longer compiles:\n" + c.log);
       cubins_.push_back(base64(c.cubin));
     }
