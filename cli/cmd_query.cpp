@@ -9,6 +9,7 @@
 #include "cli/console_progress.hpp"
 #include "cli/table.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/strings.hpp"
 #include "export/run_spec.hpp"
 #include "store/store.hpp"
