@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cli/table.hpp"
+#include "core/format.hpp"
 #include "core/strings.hpp"
 
 namespace evotune {

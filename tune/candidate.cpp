@@ -27,19 +27,6 @@ std::string defines_key(const Defines& d) {
   return k;
 }
 
-CompileRequest request_for(const KernelSpec& spec, const std::string& arch, Defines defines) {
-  CompileRequest r;
-  r.source_name = spec.source_name;
-  r.source = spec.source_text;
-  r.entry = spec.entry;
-  r.arch = arch;
-  r.options = spec.options;
-  r.include_dirs = spec.include_dirs;
-  r.headers = spec.headers;
-  r.defines = std::move(defines);
-  return r;
-}
-
 // A trial's resources: the worst over its cubins.
 Resources worst_resources(const Compiled& cc) {
   Resources out;
@@ -64,7 +51,7 @@ Compiled compile_config(const TunePlan& plan, CompileService& compiler, const Co
     Defines defs = plan.spec.compile_defines(cfg, p, plan.dev);
     auto [it, fresh] = by_key.emplace(defines_key(defs), static_cast<int>(cc.cubins.size()));
     if (fresh) {
-      CompileResult res = compiler.compile(request_for(plan.spec, plan.arch, std::move(defs)));
+      CompileResult res = compiler.compile(kernel_request(plan.spec, plan.arch, std::move(defs)));
       cc.compile_ms += res.cache_hit ? 0 : res.compile_ms;
       cc.cache_hit = cc.cache_hit && res.cache_hit;
       cc.cubins.push_back(std::move(res));
@@ -129,7 +116,7 @@ ReferenceCubins compile_references(const TunePlan& plan, CompileService& compile
     Defines defs = spec.reference_defines(p, plan.dev);
     auto [it, fresh] = by_key.emplace(defines_key(defs), static_cast<int>(out.cubins.size()));
     if (fresh) {
-      CompileRequest rr = request_for(spec, arch_for(plan.dev.cc, spec.arch_specific), std::move(defs));
+      CompileRequest rr = kernel_request(spec, arch_for(plan.dev.cc, spec.arch_specific), std::move(defs));
       rr.source_name = spec.reference.source_name;
       rr.source = spec.reference.source_text;
       rr.entry = spec.reference.entry;

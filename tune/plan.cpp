@@ -64,7 +64,7 @@ void adopt_resumed_run(TuneOptions& o, const RunInfo& r, int evaluated) {
   if (!o.replay_path.empty() && !same_dataset(o.replay_path, replay))
     throw conflict("--replay " + o.replay_path, r, "replay dataset", replay.empty() ? "(none: a GPU)" : replay);
   if (o.replay_path.empty()) o.replay_path = replay;
-  if (o.kernel.empty()) o.kernel = r.spec_origin == "builtin" ? r.kernel : r.spec_origin;
+  if (o.kernel.empty()) o.kernel = r.kernel_ref();
   if (!o.given.count("--budget"))
     o.budget = r.budget;
   else if (o.budget < evaluated)
