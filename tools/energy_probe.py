@@ -29,6 +29,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from evotune_path import evotune_binary  # noqa: E402
 import torch  # noqa: E402
 import side_by_side as sbs  # noqa: E402
 
@@ -82,15 +84,6 @@ def measure(fn, seconds):
     e1, t1 = energy_mj(), time.perf_counter()
     return {"mj": (e1 - e0) / n, "us": (t1 - t0) / n * 1e6, "w": (e1 - e0) / (t1 - t0) / 1e3,
             "mhz": sum(clocks) / max(1, len(clocks))}
-
-
-def evotune_binary(path):
-    """--evotune, else $EVOTUNE, else build/evotune; an error naming it when it is not there."""
-    path = path or os.environ.get("EVOTUNE") or os.path.join(ROOT, "build", "evotune")
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise SystemExit(f"no evotune binary at {path} (build it with scripts/bootstrap.sh, or pass --evotune PATH "
-                         "or set EVOTUNE)")
-    return path
 
 
 def tune_one(args, cfg):

@@ -18,12 +18,7 @@
 #         cuBLAS, the ratio with its per-round range and spread, and event
 #         time beside it (--rep 1000 --rounds 10).
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-EVOTUNE=$(realpath -m "${EVOTUNE:-$root/build/evotune}")
-if [ ! -x "$EVOTUNE" ]; then
-  echo "gemm_anchors.sh: no evotune binary at $EVOTUNE (build it with scripts/bootstrap.sh, or set EVOTUNE=/path/to/evotune)" >&2
-  exit 2
-fi
+source "$(dirname "$0")/evotune_path.sh"
 cd "$root" || exit 2
 OUT=${OUT:-/tmp/evotune-gemm}
 mkdir -p "$OUT"

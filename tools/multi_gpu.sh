@@ -14,12 +14,7 @@
 #         (trials/min, GPU busy); `evotune runs`; the trials each device
 #         evaluated per run.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-EVOTUNE=$(realpath -m "${EVOTUNE:-$root/build/evotune}")
-if [ ! -x "$EVOTUNE" ]; then
-  echo "multi_gpu.sh: no evotune binary at $EVOTUNE (build it with scripts/bootstrap.sh, or set EVOTUNE=/path/to/evotune)" >&2
-  exit 2
-fi
+source "$(dirname "$0")/evotune_path.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export EVOTUNE_CACHE_DIR=${EVOTUNE_CACHE_DIR:-$work/cache}

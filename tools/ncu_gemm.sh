@@ -22,12 +22,7 @@
 #         kernel the lines of its report with duration, SM frequency,
 #         throughput, L2 and DRAM bytes and warp cycles per issued instruction.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-EVOTUNE=$(realpath -m "${EVOTUNE:-$root/build/evotune}")
-if [ ! -x "$EVOTUNE" ]; then
-  echo "ncu_gemm.sh: no evotune binary at $EVOTUNE (build it with scripts/bootstrap.sh, or set EVOTUNE=/path/to/evotune)" >&2
-  exit 2
-fi
+source "$(dirname "$0")/evotune_path.sh"
 command -v ncu >/dev/null || { echo "ncu_gemm.sh: Nsight Compute (ncu) is not on PATH" >&2; exit 2; }
 read -r -a CFGS <<<"${CONFIGS:?CONFIGS=\"cfg1 cfg2 ...\": the gemm_sm90 configs to compare}"
 SHAPE=${SHAPE:-8192,1024,8192}

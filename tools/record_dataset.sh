@@ -17,12 +17,7 @@
 # Prints: the run's summary line and wall time, then `evotune runs`; writes
 #         OUTPUT.json.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-EVOTUNE=$(realpath -m "${EVOTUNE:-$root/build/evotune}")
-if [ ! -x "$EVOTUNE" ]; then
-  echo "record_dataset.sh: no evotune binary at $EVOTUNE (build it with scripts/bootstrap.sh, or set EVOTUNE=/path/to/evotune)" >&2
-  exit 2
-fi
+source "$(dirname "$0")/evotune_path.sh"
 if [ $# -ne 4 ]; then
   echo "usage: tools/record_dataset.sh KERNEL SHAPE DTYPE OUTPUT.json" >&2
   exit 2

@@ -15,12 +15,7 @@
 #         the run compiles, e.g. for a check shape that needs other defines;
 #         the reference kernel's are left out); evotune's output on failure.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-EVOTUNE=$(realpath -m "${EVOTUNE:-$root/build/evotune}")
-if [ ! -x "$EVOTUNE" ]; then
-  echo "sass.sh: no evotune binary at $EVOTUNE (build it with scripts/bootstrap.sh, or set EVOTUNE=/path/to/evotune)" >&2
-  exit 2
-fi
+source "$(dirname "$0")/evotune_path.sh"
 command -v cuobjdump >/dev/null || { echo "sass.sh: cuobjdump (CUDA toolkit) is not on PATH" >&2; exit 2; }
 CFG=${1:?usage: tools/sass.sh CONFIG [SHAPE]}
 SHAPE=${2:-8192,1024,8192}

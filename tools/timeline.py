@@ -47,18 +47,11 @@ import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from evotune_path import evotune_binary  # noqa: E402
 from side_by_side import TunedKernel, check, cuda, make_tensors  # noqa: E402
 
 SLOTS = 32  # stamps per CTA (kernel.cu's gemm_sm90_timeline rows)
-
-
-def evotune_binary(path):
-    """--evotune, else $EVOTUNE, else build/evotune; an error naming it when it is not there."""
-    path = path or os.environ.get("EVOTUNE") or os.path.join(ROOT, "build", "evotune")
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise SystemExit(f"no evotune binary at {path} (build it with scripts/bootstrap.sh, or pass --evotune PATH "
-                         "or set EVOTUNE)")
-    return path
 
 
 def dev_spec(tmp):
