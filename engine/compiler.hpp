@@ -1,8 +1,9 @@
 // Engine: everything that touches NVRTC or the GPU — compiling candidates to
 // cubins (pure, no GPU needed, thread-safe), the CUDA driver and runtime
 // handles, the worker process that launches, verifies and times kernels in
-// isolation, and the client the tuner uses to talk to it. The engine knows
-// core/ types but nothing of the store or the search.
+// isolation, the client the tuner uses to talk to it, and the gate that runs
+// a candidate under compute-sanitizer. The engine knows core/ types but
+// nothing of the store or the search.
 #pragma once
 
 #include <string>
