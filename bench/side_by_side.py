@@ -6,10 +6,21 @@ For each shape it takes the winner of a finished evotune run from the database
 into PyTorch's context, feeds it the same input tensors as PyTorch, checks its
 output against PyTorch, and times it and the baselines on those inputs:
 cuBLAS (torch.matmul) for GEMM; PyTorch's flash, efficient, cuDNN and math
-attention backends for sdpa_fwd.
+attention backends for the attention templates (sdpa_fwd_sm90 on Hopper,
+sdpa_fwd elsewhere; --sdpa-kernel picks one).
 
     bench/side_by_side.py --evotune build/evotune --db bench.db --anchors --only sdpa --tune-budget 64 --json sbs.json
     bench/side_by_side.py --evotune build/evotune --db bench.db --gemm 4096,4096,4096 --kernel gemm_sm90
+    bench/side_by_side.py --sdpa B=1,H=32,HKV=8,S=16,SKV=8192,D=128 --sdpa 2,8,2048,64 --tune-budget 64
+
+Attention problems are the templates' own: Q and O [B,H,S,D], K and V
+[B,HKV,SKV,D] (HKV and SKV default to H and S), CAUSAL=1 aligned bottom-right.
+PyTorch gets the same tensors: enable_gqa=True where HKV < H, is_causal=True
+where S == SKV, and torch.nn.attention.bias.causal_lower_right(S, SKV) as the
+mask where S != SKV (backends that refuse a case are listed as skipped). The
+output is checked against the math backend in fp32 with the same mask.
+--anchors adds, beside ANCHORS.md's shapes, their causal variants and rows
+for grouped-query attention, a prefill against a longer cache and decode.
 
 Timing method
 -------------
@@ -78,6 +89,13 @@ ANCHOR_GEMM = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 1024, 8192), (1000
 ANCHOR_SDPA = [("fp16", s) for s in [(1, 8, 512, 64), (2, 8, 512, 64), (2, 8, 2048, 64), (8, 16, 2048, 64),
                                      (4, 16, 4096, 64), (4, 16, 4096, 128), (2, 16, 8192, 128), (16, 32, 512, 64)]] + \
               [("bf16", s) for s in [(2, 8, 512, 64), (4, 16, 4096, 128), (2, 16, 8192, 128)]]
+# Beside them (--anchors): each anchor causal, and what real models run that
+# the anchors do not have: grouped-query attention, a query block prefilled
+# against a longer cache (causal, bottom-right), and decode (a few queries
+# against a long cache).
+ANCHOR_SDPA_EXTRA = [("fp16", "B=2,H=32,HKV=8,S=4096,D=128"), ("bf16", "B=2,H=32,HKV=8,S=4096,D=128,CAUSAL=1"),
+                     ("fp16", "B=2,H=16,S=1024,SKV=8192,D=128,CAUSAL=1"), ("bf16", "B=8,H=32,HKV=8,S=1,SKV=8192,D=128"),
+                     ("fp16", "B=4,H=32,HKV=8,S=16,SKV=4096,D=128"), ("fp16", "B=1,H=16,S=1,SKV=32768,D=128")]
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
             "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}
 
@@ -175,6 +193,16 @@ def evotune(args, *cmd):
     return r.stdout
 
 
+def same_problem(a, b):
+    """Two problem texts name the same problem (dimensions left at 0, their default, count as absent)."""
+    def norm(t):
+        return {k: v for k, v in (part.split("=") for part in t.split(",")) if not (k in ATTN_DEFAULTS and v == "0")}
+    try:
+        return norm(a) == norm(b)
+    except ValueError:  # several problems in one run
+        return False
+
+
 def winner(args, kernel, shape_text, dtype):
     """The newest finished run of kernel on exactly this problem, tuned now if there is none."""
     want = f"{shape_text}"
@@ -186,7 +214,7 @@ def winner(args, kernel, shape_text, dtype):
         except sqlite3.Error:
             return None
         for run_id, shapes in rows:
-            if shapes.split(",CAUSAL=0")[0] == want:
+            if same_problem(shapes, want):
                 return run_id
         return None
     run = find()
@@ -298,38 +326,83 @@ def gemm_case(args, timer, M, N, K, dtype):
     return row
 
 
-def sdpa_case(args, timer, dtype, Bn, H, S, D):
-    run, doc = winner(args, "sdpa_fwd", f"B={Bn},H={H},S={S},D={D}", dtype)
-    p = doc["problems"][0]
-    t = make_tensors(p, {})
-    q, k, v, o = (t[n].view(Bn, H, S, D) for n in ("Q", "K", "V", "O"))
-    ours = TunedKernel(doc, p, t)
+ATTN_DEFAULTS = {"CAUSAL": 0, "HKV": 0, "SKV": 0}
+
+
+def attn_problem(text):
+    """'B,H,S,D' or 'B=..,H=..,S=..,D=..[,CAUSAL=..][,HKV=..][,SKV=..]' -> dict with every key."""
+    if "=" not in text:
+        b, h, sq, d = map(int, text.split(","))
+        p = {"B": b, "H": h, "S": sq, "D": d}
+    else:
+        p = {k.strip(): int(v) for k, v in (part.split("=") for part in text.split(","))}
+    return {**ATTN_DEFAULTS, **p}
+
+
+def attn_text(p, kernel):
+    """The problem as evotune takes it (sdpa_fwd has no HKV / SKV)."""
+    keys = ["B", "H", "S", "D"] + [k for k in ("CAUSAL", "HKV", "SKV") if p[k] != 0]
+    if kernel == "sdpa_fwd" and (p["HKV"] or p["SKV"]):
+        raise SystemExit(f"sdpa_fwd takes neither HKV nor SKV: {p}")
+    return ",".join(f"{k}={p[k]}" for k in keys)
+
+
+def attn_flops(p):
+    """Multiply-adds of the visible (query, key) pairs, x4 (Q·Kᵀ and P·V)."""
+    sq, skv = p["S"], p["SKV"] or p["S"]
+    if p["CAUSAL"]:  # query i sees keys j <= i + skv - sq
+        pairs = sum(max(0, min(skv, i + skv - sq + 1)) for i in range(sq))
+    else:
+        pairs = sq * skv
+    return 4 * p["B"] * p["H"] * pairs * p["D"]
+
+
+def sdpa_case(args, timer, dtype, p):
+    kernel = args.sdpa_kernel
+    text = attn_text(p, kernel)
+    run, doc = winner(args, kernel, text, dtype)
+    pr = doc["problems"][0]
+    t = make_tensors(pr, {})
+    Bn, H, S, D = p["B"], p["H"], p["S"], p["D"]
+    hkv, skv = p["HKV"] or H, p["SKV"] or S
+    q, o = (t[n].view(Bn, H, S, D) for n in ("Q", "O"))
+    k, v = (t[n].view(Bn, hkv, skv, D) for n in ("K", "V"))
+    ours = TunedKernel(doc, pr, t)
     ours()
     torch.cuda.synchronize()
+    kw = {"enable_gqa": hkv != H}
+    if p["CAUSAL"] and S == skv:
+        kw["is_causal"] = True
+    elif p["CAUSAL"]:
+        from torch.nn.attention.bias import causal_lower_right
+        kw["attn_mask"] = causal_lower_right(S, skv)
     with sdpa_kernel([SDPBackend.MATH]):
-        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), **kw)
+    ref = torch.nan_to_num(ref)  # rows that see no key: PyTorch NaN, ours 0
     err = ((o.float() - ref).norm() / ref.norm()).item()
-    fl = 4 * Bn * H * S * S * D
-    row = {"op": "sdpa", "shape": [Bn, H, S, D], "dtype": dtype, "kernel": "sdpa_fwd", "run": run,
+    fl = attn_flops(p)
+    row = {"op": "sdpa", "shape": [Bn, H, S, D], "problem": text, "dtype": dtype, "kernel": kernel, "run": run,
            "config": doc["config"], "rel_err": err, "flops": fl, "skipped": {}}
     names, fns = ["ours"], [ours]
     for name, backend in BACKENDS.items():
-        if name == "math" and Bn * H * S * S * 2 > 2**33:
+        if name == "math" and Bn * H * S * skv * 2 > 2**33:
             row["skipped"][name] = "too large for the math backend here"
             continue
 
         def f(backend=backend):
             with sdpa_kernel([backend]):
-                return F.scaled_dot_product_attention(q, k, v)
+                return F.scaled_dot_product_attention(q, k, v, **kw)
         try:
             f()
             torch.cuda.synchronize()
-        except RuntimeError as e:  # the backend does not take this shape or type
+        except RuntimeError as e:  # the backend does not take this shape, type or mask
             row["skipped"][name] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
             continue
         names.append(name)
         fns.append(f)
     row.update(measure(args, timer, names, fns, fl))
+    best = min((n for n in names[1:] if n != "math"), key=lambda n: kus(row, n), default=None)
+    row["best_torch"] = best
     return row
 
 
@@ -347,7 +420,9 @@ def pct(x):
 
 def label(r):
     s = r["shape"]
-    return f"{s[0]}x{s[1]}x{s[2]} {r['dtype']}" if r["op"] == "gemm" else f"{r['dtype']} {','.join(map(str, s))}"
+    if r["op"] == "gemm":
+        return f"{s[0]}x{s[1]}x{s[2]} {r['dtype']}"
+    return f"{r['dtype']} {r.get('problem', ','.join(map(str, s)))}"
 
 
 def kus(r, name, what="kernel_us"):
@@ -362,8 +437,8 @@ def vs(r, name, what="kernel"):
 
 GEMM_HEAD = (f"{'GEMM':<22} {'ours us':>9} {'TFLOP/s':>8} {'cuBLAS us':>10} {'TFLOP/s':>8} {'vs cuBLAS':>9} "
              f"{'rounds':>11} {'spread':>7} ! {'rel err':>8} | {'ev ours':>8} {'ev cuBLAS':>9} {'ev vs':>6}")
-SDPA_HEAD = (f"{'attention (non-causal)':<22} {'ours us':>8} {'TFLOP/s':>7} {'flash':>8} {'cuDNN':>8} {'effic.':>8} "
-             f"{'math':>9} {'vs flash':>8} {'vs cuDNN':>8} {'spread':>7} ! {'rel err':>8} | {'ev ours':>8} "
+SDPA_HEAD = (f"{'attention':<44} {'ours us':>8} {'TFLOP/s':>7} {'flash':>8} {'cuDNN':>8} {'effic.':>8} "
+             f"{'math':>9} {'vs flash':>8} {'vs cuDNN':>8} {'vs best':>8} {'spread':>7} ! {'rel err':>8} | {'ev ours':>8} "
              f"{'ev flash':>8} {'ev cuDNN':>8}")
 
 
@@ -379,10 +454,12 @@ def gemm_line(r):
 
 def sdpa_line(r):
     if "error" in r:
-        return f"{label(r):<22} error: {r['error'][:150]}"
-    return (f"{label(r):<22} {kus(r, 'ours'):>8.1f} {r['contenders']['ours']['kernel_tflops']:>7.1f} "
+        return f"{label(r):<44} error: {r['error'][:150]}"
+    best = r.get("best_torch")
+    return (f"{label(r):<44} {kus(r, 'ours'):>8.1f} {r['contenders']['ours']['kernel_tflops']:>7.1f} "
             f"{fmt(kus(r, 'flash'), '8.1f')} {fmt(kus(r, 'cudnn'), '8.1f')} {fmt(kus(r, 'efficient'), '8.1f')} "
             f"{fmt(kus(r, 'math'), '9.1f')} {fmt(vs(r, 'flash'), '7.3f')}x {fmt(vs(r, 'cudnn'), '7.3f')}x "
+            f"{fmt(vs(r, best) if best else None, '7.3f')}x "
             f"{pct(r['max_spread']):>7} {flag(r):1} {r['rel_err']:>8.1e} | {kus(r, 'ours', 'event_us'):>8.1f} "
             f"{fmt(kus(r, 'flash', 'event_us'), '8.1f')} {fmt(kus(r, 'cudnn', 'event_us'), '8.1f')}")
 
@@ -423,7 +500,10 @@ def main():
     ap.add_argument("--db", default="evotune.db")
     ap.add_argument("--kernel", default="gemm_sm90", help="GEMM template to compare (gemm or gemm_sm90)")
     ap.add_argument("--gemm", action="append", default=[], help="M,N,K (repeatable)")
-    ap.add_argument("--sdpa", action="append", default=[], help="B,H,S,D (repeatable)")
+    ap.add_argument("--sdpa", action="append", default=[],
+                    help="B,H,S,D or B=..,H=..,S=..,D=..[,CAUSAL=1][,HKV=..][,SKV=..] (repeatable)")
+    ap.add_argument("--sdpa-kernel", default="auto",
+                    help="attention template: sdpa_fwd_sm90, sdpa_fwd, or auto (sdpa_fwd_sm90 on sm_90, else sdpa_fwd)")
     ap.add_argument("--dtype", default="bf16", help="for --gemm/--sdpa")
     ap.add_argument("--anchors", action="store_true", help="every shape of ANCHORS.md (GEMM bf16, attention fp16/bf16)")
     ap.add_argument("--only", choices=["gemm", "sdpa"], help="with --anchors: one kind")
@@ -439,16 +519,23 @@ def main():
     args = ap.parse_args()
     torch.zeros(1, device="cuda")  # PyTorch's context is current: cubins load into it
     gemms = [tuple(map(int, s.split(","))) for s in args.gemm]
-    sdpas = [(args.dtype, tuple(map(int, s.split(",")))) for s in args.sdpa]
+    if args.sdpa_kernel == "auto":
+        args.sdpa_kernel = "sdpa_fwd_sm90" if torch.cuda.get_device_capability() == (9, 0) else "sdpa_fwd"
+    sdpas = [(args.dtype, attn_problem(s)) for s in args.sdpa]
     gemm_dtype = "bf16" if args.anchors else args.dtype
     if args.anchors:
         gemms += ANCHOR_GEMM if args.only in (None, "gemm") else []
-        sdpas += ANCHOR_SDPA if args.only in (None, "sdpa") else []
+        if args.only in (None, "sdpa"):
+            plain = [(d, attn_problem(",".join(map(str, shape)))) for d, shape in ANCHOR_SDPA]
+            sdpas += plain + [(d, {**p, "CAUSAL": 1}) for d, p in plain]
+            if args.sdpa_kernel != "sdpa_fwd":
+                sdpas += [(d, attn_problem(t)) for d, t in ANCHOR_SDPA_EXTRA]
     if args.tune_only:
         for (M, N, K) in gemms:
             print(f"gemm {M}x{N}x{K} {gemm_dtype}: run {winner(args, args.kernel, f'M={M},N={N},K={K}', gemm_dtype)[0]}")
-        for dtype, (Bn, H, S, D) in sdpas:
-            print(f"sdpa {dtype} {Bn},{H},{S},{D}: run {winner(args, 'sdpa_fwd', f'B={Bn},H={H},S={S},D={D}', dtype)[0]}")
+        for dtype, p in sdpas:
+            text = attn_text(p, args.sdpa_kernel)
+            print(f"sdpa {dtype} {text}: run {winner(args, args.sdpa_kernel, text, dtype)[0]}")
         return
     timer = KernelTimer()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}; "
@@ -459,9 +546,12 @@ def main():
         if n == 0 or cases[n - 1][0] != op:
             print("\n" + (GEMM_HEAD if op == "gemm" else SDPA_HEAD), flush=True)
         try:
-            r = gemm_case(args, timer, *shape, dtype) if op == "gemm" else sdpa_case(args, timer, dtype, *shape)
+            r = gemm_case(args, timer, *shape, dtype) if op == "gemm" else sdpa_case(args, timer, dtype, shape)
         except (Exception, SystemExit) as e:  # one shape's failure (tuning, export, timing) keeps the others
-            r = {"op": op, "shape": list(shape), "dtype": dtype, "error": f"{type(e).__name__}: {e}"}
+            r = {"op": op, "shape": list(shape) if op == "gemm" else [shape[k] for k in "BHSD"], "dtype": dtype,
+                 "error": f"{type(e).__name__}: {e}"}
+            if op == "sdpa":
+                r["problem"] = ",".join(f"{k}={v}" for k, v in shape.items() if v or k in "BHSD")
         rows.append(r)
         print(gemm_line(r) if op == "gemm" else sdpa_line(r), flush=True)
         if args.json:

@@ -250,6 +250,10 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"gemm", {"M=1000,N=777,K=520"}, "bf16"},       {"gemm", {"M=257,N=130,K=99"}, "fp16"},
       {"sdpa_fwd", {"B=1,H=3,S=77,D=64"}, "fp16"},    {"sdpa_fwd", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "bf16"},
       {"gemm_sm90", {"M=1000,N=3000,K=500"}, "bf16"}, {"gemm_sm90", {"M=520,N=1032,K=1000"}, "fp16"},
+      // Grouped heads with a longer cache, causal; decode against a long cache; head dim 256.
+      {"sdpa_fwd_sm90", {"B=4,H=16,HKV=4,S=333,SKV=517,D=128,CAUSAL=1"}, "bf16"},
+      {"sdpa_fwd_sm90", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "fp16"},
+      {"sdpa_fwd_sm90", {"B=2,H=3,S=200,D=256"}, "fp16"},
   };
   for (const auto& c : cases) {
     TempDir t;
@@ -271,6 +275,11 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       // knob=value conditions that take a rarer path (each seeds two configs)
       for (const Rare& rare : std::vector<Rare>{{{"SPLIT_K", 2}},
                                                 {{"SPLIT_KV", 2}},
+                                                {{"PACK_GQA", 1}},
+                                                {{"PINGPONG", 1}},
+                                                {{"Q_IN_REGS", 1}},
+                                                {{"OVERLAP", 0}},
+                                                {{"CONSUMER_WG", 3}},
                                                 {{"PRODUCER_WARPS", 1}},
                                                 {{"CLUSTER_M", 2}},
                                                 {{"CLUSTER_N", 2}},

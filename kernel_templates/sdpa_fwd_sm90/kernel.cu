@@ -1,0 +1,685 @@
+// evotune built-in Hopper attention forward: O = softmax(Q·Kᵀ·scale)·V, fp16 or
+// bf16 in and out, fp32 accumulation and softmax. sm_90a only.
+//
+// Problem. Q and O are [B, H, S, D], K and V [B, HKV, SKV, D] (row-major,
+// D innermost). Query head h reads key/value head h / (H / HKV) (grouped-query
+// attention; HKV = H is plain multi-head). The causal mask is aligned
+// bottom-right, as FlashAttention's: query i sees keys j <= i + SKV - S, so a
+// query block prefilled against a cache sees the whole cache; a query that
+// sees no key at all (S > SKV) gets O = 0.
+//
+// Design (FlashAttention-3 style, built on the gemm_sm90 machinery).
+//  * Roles. Threads 0 .. 128*CONSUMER_WG-1 are consumer warpgroups, each owning
+//    64 query rows of a BLOCK_M = 64*CONSUMER_WG tile; after them the producer,
+//    one warp (PRODUCER=0) or a warpgroup that hands its registers to the
+//    consumers with setmaxnreg (PRODUCER=1).
+//  * Loads. One elected producer thread issues TMA copies: the Q tile (2-D map
+//    over [B*H*S, D] rows) once per work unit into its own buffer, then the K
+//    and V tiles (3-D maps over [B*HKV, SKV, D], zero-filled past SKV) into a
+//    STAGES-deep ring, all in the 128-byte swizzle as 64-column panels. K and V
+//    of a stage fill and free on separate mbarriers: Q·Kᵀ starts before V
+//    lands, and the next K loads as soon as Q·Kᵀ is done with the last.
+//  * Math. S = Q·Kᵀ is wgmma m64nBLOCK_Nk16 with Q from shared memory (or from
+//    registers, Q_IN_REGS=1) and K K-major; the online softmax runs on the
+//    accumulators in registers (exp2 with the scale folded in, row max across a
+//    quad of lanes, row sums kept per thread until the end); P is packed to the
+//    input type in registers and O += P·V is wgmma m64nDk16 with P from
+//    registers and V MN-major from shared memory.
+//  * Overlap (OVERLAP=1). Iteration j issues S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}
+//    back to back, and runs the softmax of S_j while P_{j-1}·V_{j-1} is still on
+//    the tensor cores. PINGPONG=1 (two consumer warpgroups) also orders the
+//    warpgroups' GEMM issues with named barriers, so one warpgroup's softmax
+//    runs under the other's GEMMs.
+//  * Masks. Only key tiles that cross the causal diagonal or the end of SKV are
+//    masked; key tiles wholly above the diagonal are never loaded.
+//  * Work units are (query tile, head, key split). PACK_GQA=1 packs the H/HKV
+//    query heads that share a key/value head into the rows of one tile (their
+//    Q and O rows are contiguous), so K and V are read once per group: the
+//    decode case. SPLIT_KV > 1 cuts a unit's key tiles into splits run by
+//    different CTAs; each writes its unnormalised O, row max and row sum to
+//    `workspace`, and the warpgroup arriving last at the tile's counter (in
+//    `counters`, re-armed for the next launch) merges them. Causal units run
+//    longest first. PERSISTENT=1 launches one CTA per SM that loops over the
+//    units (the producer runs ahead into the next unit's loads); 0 launches
+//    one CTA per unit.
+//
+// Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
+// PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
+// PERSISTENT. Problem: HEAD_DIM (64, 128, 256), IS_CAUSAL.
+
+#include "evotune_ptx.cuh"
+#include "evotune_sm90.cuh"
+
+#ifndef HEAD_DIM
+#define HEAD_DIM 128
+#endif
+#ifndef IS_CAUSAL
+#define IS_CAUSAL 0
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+#ifndef CONSUMER_WG
+#define CONSUMER_WG 2
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
+#ifndef PRODUCER
+#define PRODUCER 1
+#endif
+#ifndef REG_SPLIT
+#define REG_SPLIT 1
+#endif
+#ifndef OVERLAP
+#define OVERLAP 1
+#endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#ifndef Q_IN_REGS
+#define Q_IN_REGS 0
+#endif
+#ifndef SPLIT_KV
+#define SPLIT_KV 1
+#endif
+#ifndef PACK_GQA
+#define PACK_GQA 0
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
+
+namespace sdpa_sm90 {
+
+#if defined(EVOTUNE_DTYPE_BF16)
+constexpr bool kBF16 = true;
+#else
+constexpr bool kBF16 = false;
+#endif
+
+constexpr int kD = HEAD_DIM;
+constexpr int kBN = BLOCK_N;
+constexpr int kCWG = CONSUMER_WG;
+constexpr int kBM = 64 * kCWG;
+constexpr int kPanels = kD / 64;          // 64-column (128-byte) panels of a row
+constexpr int kQBytes = kBM * kD * 2;     // the Q tile
+constexpr int kKVBytes = kBN * kD * 2;    // one K or V tile
+constexpr int kStageBytes = 2 * kKVBytes;  // K then V
+constexpr int kBarOffset = kQBytes + STAGES * kStageBytes;
+constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // alignment slack, tiles, barriers
+constexpr int kProducerThreads = PRODUCER ? 128 : 32;
+constexpr int kConsumerThreads = 128 * kCWG;
+constexpr int kThreads = kConsumerThreads + kProducerThreads;
+constexpr int kSAcc = kBN / 2;  // fp32 S accumulators per thread
+constexpr int kOAcc = kD / 2;   // fp32 O accumulators per thread
+constexpr int kPK = kBN / 16;   // k16 slices of P (A fragments of the P·V product)
+constexpr int kQK = kD / 16;    // k16 slices of Q
+constexpr bool kPingPong = PINGPONG == 1;
+// Producer / consumer registers with PRODUCER=1: two consumer warpgroups take
+// 240 (24 left to the producer) or 232 (40); three take 160 (32).
+[[maybe_unused]] constexpr int kRegProducer = kCWG == 3 ? 32 : (REG_SPLIT ? 24 : 40);
+[[maybe_unused]] constexpr int kRegConsumer = kCWG == 3 ? 160 : (REG_SPLIT ? 240 : 232);
+constexpr unsigned kWarpArrivals = 4 * kCWG;  // every consumer warp releases a buffer
+
+// Named barrier ids (0 is __syncthreads).
+constexpr int kBarWg = 1;    // + wg: one consumer warpgroup (split-KV merge)
+constexpr int kBarTurn = 4;  // + wg: ping-pong turn of warpgroup wg
+
+static_assert(kD == 64 || kD == 128 || kD == 256, "HEAD_DIM is 64, 128 or 256");
+static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192,
+              "BLOCK_N is 64, 96, 128, 160, 176 or 192 (a wgmma N with its A, and a multiple of 16)");
+static_assert(kCWG >= 1 && kCWG <= 3, "1 to 3 consumer warpgroups");
+static_assert(PRODUCER == 0 || kCWG >= 2, "a producer warpgroup hands registers to 2 or 3 consumer warpgroups");
+static_assert(!kPingPong || (kCWG == 2 && OVERLAP == 1), "ping-pong: two overlapped consumer warpgroups");
+static_assert(STAGES >= 2 && STAGES <= 4, "2..4 stages");
+static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
+
+struct Problem {
+  int B, H, HKV, SQ, SKV;
+  int G;         // query heads per key/value head
+  int L;         // rows of a unit's sequence: S, or G*S with PACK_GQA
+  int m_tiles;   // query tiles per unit sequence
+  int heads;     // unit sequences: B*H, or B*HKV with PACK_GQA
+  int units;     // m_tiles * heads * SPLIT_KV
+};
+
+__device__ __forceinline__ Problem make_problem(int B, int H, int HKV, int SQ, int SKV) {
+  Problem p;
+  p.B = B;
+  p.H = H;
+  p.HKV = HKV;
+  p.SQ = SQ;
+  p.SKV = SKV;
+  p.G = H / HKV;
+  p.L = PACK_GQA ? p.G * SQ : SQ;
+  p.m_tiles = (p.L + kBM - 1) / kBM;
+  p.heads = PACK_GQA ? B * HKV : B * H;
+  p.units = p.m_tiles * p.heads * SPLIT_KV;
+  return p;
+}
+
+// One work unit as both roles see it.
+struct Work {
+  bool live;        // this key split has work (splits past the tile's count do not)
+  int tile;         // (query tile, head) index: counters and workspace slot
+  int z, nsplit;    // key split and the tile's number of splits
+  int row_base;     // global Q/O row of the unit's row 0
+  int m0;           // the tile's first row in the unit sequence
+  int kv;           // key/value head (b*HKV + hk), the 3-D maps' outer coordinate
+  int t_begin, t_end;  // key tiles of this split
+  int mask_from;    // key tiles from here on need the mask
+};
+
+__device__ __forceinline__ Work decode(const Problem& p, int u) {
+  Work w;
+  w.z = u % SPLIT_KV;
+  const int rest = u / SPLIT_KV;
+  const int hu = rest % p.heads;
+  const int lin = rest / p.heads;
+  const int mt = IS_CAUSAL ? p.m_tiles - 1 - lin : lin;  // causal: longest tiles first
+  w.tile = mt * p.heads + hu;
+  if (PACK_GQA) {
+    const int b = hu / p.HKV, hk = hu % p.HKV;
+    w.kv = hu;
+    w.row_base = (b * p.H + hk * p.G) * p.SQ;
+  } else {
+    const int b = hu / p.H, h = hu % p.H;
+    w.kv = b * p.HKV + h / p.G;
+    w.row_base = hu * p.SQ;
+  }
+  w.m0 = mt * kBM;
+  int n_keys = p.SKV, lo_keys = p.SKV;  // keys the last / first query sees
+  if (IS_CAUSAL) {
+    const int r_end = min(w.m0 + kBM, p.L);
+    const int first = w.m0 % p.SQ, last = (r_end - 1) % p.SQ;
+    const bool wraps = r_end - w.m0 > p.SQ || first > last;
+    const int q_lo = wraps ? 0 : first, q_hi = wraps ? p.SQ - 1 : last;
+    const int off = p.SKV - p.SQ;
+    n_keys = max(0, min(p.SKV, q_hi + off + 1));
+    lo_keys = max(0, min(p.SKV, q_lo + off + 1));
+  }
+  const int n_tiles = (n_keys + kBN - 1) / kBN;
+  w.nsplit = max(1, min(SPLIT_KV, n_tiles));
+  w.live = w.z < w.nsplit;
+  w.t_begin = (int)((long long)w.z * n_tiles / w.nsplit);
+  w.t_end = (int)((long long)(w.z + 1) * n_tiles / w.nsplit);
+  w.mask_from = lo_keys / kBN;
+  return w;
+}
+
+// A ring position: stage and the parity of its current phase.
+struct Ring {
+  int stage = 0;
+  unsigned phase = 0;
+  __device__ __forceinline__ void next() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+struct Smem {
+  unsigned q, ring;                    // tiles
+  unsigned q_full, q_empty;            // mbarriers
+  unsigned k_full, v_full;             // + 8 * stage: the tile landed
+  unsigned k_empty, v_empty;           // + 8 * stage: every consumer warp is done with it
+  __device__ __forceinline__ unsigned k_tile(int st) const { return ring + st * kStageBytes; }
+  __device__ __forceinline__ unsigned v_tile(int st) const { return ring + st * kStageBytes + kKVBytes; }
+};
+
+// ------------------------------------------------------------ producer
+
+__device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const void* tm_q, const void* tm_k,
+                                         const void* tm_v) {
+  using namespace evotune_sm90;
+  Ring ring;
+  unsigned q_phase = 0;
+  for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+    const Work w = decode(p, u);
+    if (!w.live) continue;
+    mbar_wait(sm.q_empty, q_phase ^ 1u);
+    q_phase ^= 1u;
+    mbar_arrive_expect_tx(sm.q_full, kQBytes);
+#pragma unroll
+    for (int pn = 0; pn < kPanels; ++pn) tma_load_2d(sm.q + pn * kBM * 128, tm_q, pn * 64, w.row_base + w.m0, sm.q_full);
+    for (int t = w.t_begin; t < w.t_end; ++t) {
+      mbar_wait(sm.k_empty + 8 * ring.stage, ring.phase ^ 1u);
+      mbar_arrive_expect_tx(sm.k_full + 8 * ring.stage, kKVBytes);
+#pragma unroll
+      for (int pn = 0; pn < kPanels; ++pn)
+        tma_load_3d(sm.k_tile(ring.stage) + pn * kBN * 128, tm_k, pn * 64, t * kBN, w.kv, sm.k_full + 8 * ring.stage);
+      mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
+      mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kKVBytes);
+#pragma unroll
+      for (int pn = 0; pn < kPanels; ++pn)
+        tma_load_3d(sm.v_tile(ring.stage) + pn * kBN * 128, tm_v, pn * 64, t * kBN, w.kv, sm.v_full + 8 * ring.stage);
+      ring.next();
+    }
+  }
+}
+
+// ------------------------------------------------------------ consumer math
+
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+// Per-thread state of one warpgroup's 64 rows: this thread holds rows
+// g = lane/4 (h = 0) and g + 8 (h = 1) of its warp's 16, and in the wgmma
+// accumulator layout element 4j + 2h + e sits at column 8j + 2*(lane%4) + e.
+struct RowState {
+  float m[2];  // running max of the scaled scores (log2 units)
+  float l[2];  // running sum of this thread's probabilities (quad-reduced at the end)
+};
+
+template <class T, int N>
+__device__ __forceinline__ void fence_all(T (&a)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) evotune_sm90::fence_operand(a[i]);
+}
+template <class T, int N, int M>
+__device__ __forceinline__ void fence_all(T (&a)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) fence_all(a[i]);
+}
+
+struct Consumer {
+  const Problem& p;
+  const Smem& sm;
+  int wg, wg_tid, warp, lane;
+  float scale_log2;
+  unsigned long long dq0;  // Q descriptor of this warpgroup's rows, panel 0, k16 slice 0
+  unsigned qf[Q_IN_REGS ? kQK : 1][4];  // Q_IN_REGS: Q A-fragments
+
+  __device__ __forceinline__ void release(unsigned bar) const {
+    __syncwarp();
+    if (lane == 0) evotune_sm90::mbar_arrive(bar);
+  }
+
+  // Q_IN_REGS: this warp's 16 rows of Q as mma A fragments (ldmatrix through
+  // the 128-byte swizzle: 16-byte chunk c of row r sits at c ^ (r & 7)).
+  __device__ __forceinline__ void load_q_fragments() {
+    if constexpr (Q_IN_REGS) {
+      const int r = wg * 64 + warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+      for (int kk = 0; kk < kQK; ++kk) {
+        const int chunk = (kk % 4) * 2 + (lane >> 4);
+        const unsigned addr = sm.q + (kk / 4) * kBM * 128 + r * 128 + ((chunk ^ (r & 7)) << 4);
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(qf[kk][0]), "=r"(qf[kk][1]), "=r"(qf[kk][2]), "=r"(qf[kk][3])
+                     : "r"(addr));
+      }
+    }
+  }
+
+  // S = Q·K_stᵀ, issued and committed (not waited for). The fences keep the
+  // register operands live and in place across the asynchronous MMAs (without
+  // them ptxas reused Q's registers once the loop had issued its last read).
+  __device__ __forceinline__ void issue_s(float (&s)[kSAcc], int st) {
+    using namespace evotune_sm90;
+    const unsigned long long dk = make_desc_sw128(sm.k_tile(st), 16, 1024);
+    if constexpr (Q_IN_REGS) fence_all(qf);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kQK; ++kk) {
+      const unsigned long long db = dk + (((kk / 4) * kBN * 128 + (kk % 4) * 32) >> 4);
+      if constexpr (Q_IN_REGS) {
+        wgmma_rs<kBN, kBF16, 0>(s, qf[kk], db, kk > 0);
+      } else {
+        const unsigned long long da = dq0 + (((kk / 4) * kBM * 128 + (kk % 4) * 32) >> 4);
+        wgmma_ss_d<kBN, kBF16, 0>(s, da, db, kk > 0);
+      }
+    }
+    wgmma_commit();
+    if constexpr (Q_IN_REGS) fence_all(qf);
+  }
+
+  // O += P·V_st, issued and committed.
+  __device__ __forceinline__ static void issue_pv(float (&o)[kOAcc], unsigned (&pf)[kPK][4], const Smem& sm, int st) {
+    using namespace evotune_sm90;
+    fence_all(pf);
+    // V is MN-major: atoms of 64 D-columns x 8 keys; the next 64 columns are the
+    // next panel (kBN*128 bytes on), the next 8 keys 1024 bytes on.
+    const unsigned long long dv = make_desc_sw128(sm.v_tile(st), kBN * 128, 1024);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kPK; ++kk) wgmma_rs<kD, kBF16, 1>(o, pf[kk], dv + ((kk * 16 * 128) >> 4), 1);
+    wgmma_commit();
+    fence_all(pf);
+  }
+
+  // Masks key tile t of the unit (tile row r0 = the warpgroup's first row).
+  __device__ __forceinline__ void mask(float (&s)[kSAcc], const Work& w, int t) const {
+    const int c = lane & 3;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = w.m0 + wg * 64 + warp * 16 + (lane >> 2) + 8 * h;
+      int limit = p.SKV;
+      if (IS_CAUSAL) {
+        const int q = PACK_GQA ? r % p.SQ : r;
+        limit = min(limit, q + p.SKV - p.SQ + 1);
+      }
+      limit -= t * kBN + 2 * c;
+#pragma unroll
+      for (int j = 0; j < kSAcc / 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (8 * j + e >= limit) s[4 * j + 2 * h + e] = neg_inf();
+    }
+  }
+
+  // Online softmax of one key tile: updates the running max, turns s into
+  // probabilities, returns the rescale factors of the old O and l.
+  __device__ __forceinline__ void softmax(float (&s)[kSAcc], RowState& rs, float (&alpha)[2]) const {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float raw = neg_inf();  // the max of the raw scores (scale > 0 keeps the order)
+#pragma unroll
+      for (int j = 0; j < kSAcc / 4; ++j) raw = fmaxf(raw, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      raw = fmaxf(raw, __shfl_xor_sync(0xffffffffu, raw, 1));
+      raw = fmaxf(raw, __shfl_xor_sync(0xffffffffu, raw, 2));
+      const float mx = fmaxf(rs.m[h], raw * scale_log2);
+      const float base = mx == neg_inf() ? 0.f : mx;  // a row with no key yet
+      alpha[h] = ex2(rs.m[h] - base);
+      rs.m[h] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < kSAcc / 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float v = ex2(fmaf(s[4 * j + 2 * h + e], scale_log2, -base));
+          s[4 * j + 2 * h + e] = v;
+          sum += v;
+        }
+      rs.l[h] = rs.l[h] * alpha[h] + sum;
+    }
+  }
+
+  __device__ __forceinline__ static void rescale(float (&o)[kOAcc], const float (&alpha)[2]) {
+#pragma unroll
+    for (int j = 0; j < kOAcc / 4; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        o[4 * j + 2 * h] *= alpha[h];
+        o[4 * j + 2 * h + 1] *= alpha[h];
+      }
+  }
+
+  // P in the A-fragment layout: slice kk covers columns 16kk .. 16kk+15, i.e.
+  // accumulator groups 2kk (a0 rows g, a1 rows g+8) and 2kk+1 (a2, a3).
+  __device__ __forceinline__ static void pack_p(const float (&s)[kSAcc], unsigned (&pf)[kPK][4]) {
+#pragma unroll
+    for (int kk = 0; kk < kPK; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) pf[kk][i] = evotune_ptx::pack2(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
+  }
+
+  __device__ __forceinline__ void turn_begin() const {
+    if constexpr (kPingPong) evotune_sm90::named_bar_sync(kBarTurn + wg, 256);
+  }
+  __device__ __forceinline__ void turn_end() const {
+    if constexpr (kPingPong) evotune_sm90::named_bar_arrive(kBarTurn + (wg ^ 1), 256);
+  }
+
+  // The key tiles of one unit: O and the row state accumulate; Q is released
+  // once its last use has completed, every stage once its P·V has.
+  __device__ __forceinline__ void attend(float (&o)[kOAcc], RowState& rs, const Work& w, Ring& ring) {
+    using namespace evotune_sm90;
+    float s[kSAcc];
+    unsigned pf[kPK][4];
+    float alpha[2];
+    const int n = w.t_end - w.t_begin;
+    if constexpr (OVERLAP) {
+      turn_begin();
+      mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+      issue_s(s, ring.stage);
+      turn_end();
+      wgmma_wait<0>();
+      fence_all(s);
+      release(sm.k_empty + 8 * ring.stage);
+      if (!Q_IN_REGS && n == 1) release(sm.q_empty);
+      if (w.t_begin >= w.mask_from) mask(s, w, w.t_begin);
+      softmax(s, rs, alpha);
+      pack_p(s, pf);
+      for (int i = 1; i < n; ++i) {
+        Ring prev = ring;
+        ring.next();
+        turn_begin();
+        mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+        issue_s(s, ring.stage);
+        mbar_wait(sm.v_full + 8 * prev.stage, prev.phase);
+        issue_pv(o, pf, sm, prev.stage);
+        turn_end();
+        wgmma_wait<1>();
+        fence_all(s);
+        release(sm.k_empty + 8 * ring.stage);
+        if (!Q_IN_REGS && i == n - 1) release(sm.q_empty);
+        const int t = w.t_begin + i;
+        if (t >= w.mask_from) mask(s, w, t);
+        softmax(s, rs, alpha);
+        wgmma_wait<0>();
+        fence_all(o);
+        release(sm.v_empty + 8 * prev.stage);
+        rescale(o, alpha);
+        pack_p(s, pf);
+      }
+      turn_begin();
+      mbar_wait(sm.v_full + 8 * ring.stage, ring.phase);
+      issue_pv(o, pf, sm, ring.stage);
+      turn_end();
+      wgmma_wait<0>();
+      fence_all(o);
+      release(sm.v_empty + 8 * ring.stage);
+      ring.next();
+    } else {
+      for (int i = 0; i < n; ++i) {
+        mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+        issue_s(s, ring.stage);
+        wgmma_wait<0>();
+        fence_all(s);
+        release(sm.k_empty + 8 * ring.stage);
+        if (!Q_IN_REGS && i == n - 1) release(sm.q_empty);
+        const int t = w.t_begin + i;
+        if (t >= w.mask_from) mask(s, w, t);
+        softmax(s, rs, alpha);
+        rescale(o, alpha);
+        pack_p(s, pf);
+        mbar_wait(sm.v_full + 8 * ring.stage, ring.phase);
+        issue_pv(o, pf, sm, ring.stage);
+        wgmma_wait<0>();
+        fence_all(o);
+        release(sm.v_empty + 8 * ring.stage);
+        ring.next();
+      }
+    }
+  }
+
+  // Split-KV: publish this split's partial rows, count the split in, and
+  // merge all splits into o / rs if it arrived last. Returns whether to store.
+  __device__ __forceinline__ bool merge_splits(float (&o)[kOAcc], RowState& rs, const Work& w, float* workspace,
+                                               unsigned* counters, volatile int* last_flag) const {
+    const int g = lane >> 2, c = lane & 3;
+    const size_t tiles = (size_t)p.m_tiles * p.heads;
+    const size_t o_base = ((size_t)w.tile * SPLIT_KV) * kBM;  // rows of this tile's split 0
+    float* wml = workspace + tiles * SPLIT_KV * kBM * kD;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = wg * 64 + warp * 16 + g + 8 * h;
+      float* dst = workspace + (o_base + (size_t)w.z * kBM + r) * kD + 2 * c;
+#pragma unroll
+      for (int j = 0; j < kOAcc / 4; ++j)
+        __stcg(reinterpret_cast<float2*>(dst + 8 * j), make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]));
+      if (c == 0) __stcg(reinterpret_cast<float2*>(wml + (o_base + (size_t)w.z * kBM + r) * 2), make_float2(rs.m[h], rs.l[h]));
+    }
+    __threadfence();  // partials visible device-wide before the count says so
+    evotune_sm90::named_bar_sync(kBarWg + wg, 128);
+    if (wg_tid == 0) {
+      unsigned* ctr = counters + (size_t)w.tile * kCWG + wg;
+      const unsigned prev = atomicAdd(ctr, 1u);
+      const int last = prev == (unsigned)(w.nsplit - 1);
+      if (last) {
+        *ctr = 0u;         // every split has arrived: ready for the next launch
+        __threadfence();   // and the others' partials are read after their count
+      }
+      *last_flag = last;
+    }
+    evotune_sm90::named_bar_sync(kBarWg + wg, 128);
+    if (!*last_flag) return false;
+    // M = max over splits, O = Σ 2^(m_z-M)·O_z, L = Σ 2^(m_z-M)·l_z.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = wg * 64 + warp * 16 + g + 8 * h;
+      float mmax = rs.m[h];
+      for (int zz = 0; zz < w.nsplit; ++zz)
+        if (zz != w.z) mmax = fmaxf(mmax, __ldcg(wml + (o_base + (size_t)zz * kBM + r) * 2));
+      const float base = mmax == neg_inf() ? 0.f : mmax;
+      const float f = ex2(rs.m[h] - base);
+      float L = rs.l[h] * f;
+#pragma unroll
+      for (int j = 0; j < kOAcc / 4; ++j) {
+        o[4 * j + 2 * h] *= f;
+        o[4 * j + 2 * h + 1] *= f;
+      }
+      for (int zz = 0; zz < w.nsplit; ++zz) {
+        if (zz == w.z) continue;
+        const float2 ml = __ldcg(reinterpret_cast<const float2*>(wml + (o_base + (size_t)zz * kBM + r) * 2));
+        const float fz = ex2(ml.x - base);
+        L += ml.y * fz;
+        const float* src = workspace + (o_base + (size_t)zz * kBM + r) * kD + 2 * c;
+#pragma unroll
+        for (int j = 0; j < kOAcc / 4; ++j) {
+          const float2 v = __ldcg(reinterpret_cast<const float2*>(src + 8 * j));
+          o[4 * j + 2 * h] += fz * v.x;
+          o[4 * j + 2 * h + 1] += fz * v.y;
+        }
+      }
+      rs.l[h] = L;
+    }
+    return true;
+  }
+
+  __device__ __forceinline__ void store(const float (&o)[kOAcc], const RowState& rs, const Work& w,
+                                        evotune_elem_t* __restrict__ O) const {
+    const int g = lane >> 2, c = lane & 3;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = w.m0 + wg * 64 + warp * 16 + g + 8 * h;
+      if (r >= p.L) continue;
+      const float inv = rs.l[h] > 0.f ? 1.f / rs.l[h] : 0.f;
+      evotune_elem_t* dst = O + (size_t)(w.row_base + r) * kD + 2 * c;
+#pragma unroll
+      for (int j = 0; j < kOAcc / 4; ++j)
+        *reinterpret_cast<unsigned*>(dst + 8 * j) = evotune_ptx::pack2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+    }
+  }
+
+  __device__ __forceinline__ void run(evotune_elem_t* __restrict__ O, float* workspace, unsigned* counters,
+                                      volatile int* last_flags) {
+    using namespace evotune_sm90;
+    Ring ring;
+    unsigned q_phase = 0;
+    if (kPingPong && wg == 1) named_bar_arrive(kBarTurn + 0, 256);  // warpgroup 0 goes first
+    for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+      const Work w = decode(p, u);
+      if (!w.live) continue;
+      float o[kOAcc];
+#pragma unroll
+      for (int i = 0; i < kOAcc; ++i) o[i] = 0.f;
+      RowState rs{{neg_inf(), neg_inf()}, {0.f, 0.f}};
+      mbar_wait(sm.q_full, q_phase);
+      q_phase ^= 1u;
+      if (Q_IN_REGS) {
+        load_q_fragments();
+        release(sm.q_empty);
+      }
+      if (w.t_end > w.t_begin)
+        attend(o, rs, w, ring);
+      else if (!Q_IN_REGS)
+        release(sm.q_empty);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        rs.l[h] += __shfl_xor_sync(0xffffffffu, rs.l[h], 1);
+        rs.l[h] += __shfl_xor_sync(0xffffffffu, rs.l[h], 2);
+      }
+      if (SPLIT_KV > 1 && w.nsplit > 1 && !merge_splits(o, rs, w, workspace, counters, last_flags + wg)) continue;
+      store(o, rs, w, O);
+    }
+    // The turn that warpgroup 1 hands over after its last GEMMs: taken, so
+    // that every arrival on a named barrier is matched.
+    if (kPingPong && wg == 0) named_bar_sync(kBarTurn + 0, 256);
+  }
+};
+
+}  // namespace sdpa_sm90
+
+extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, 1)
+    sdpa_fwd_sm90(const __grid_constant__ EvotuneTmap tm_q, const __grid_constant__ EvotuneTmap tm_k,
+                  const __grid_constant__ EvotuneTmap tm_v, const evotune_elem_t* __restrict__ Q,
+                  const evotune_elem_t* __restrict__ K, const evotune_elem_t* __restrict__ V,
+                  evotune_elem_t* __restrict__ O, float* __restrict__ workspace, unsigned* __restrict__ counters,
+                  int B, int H, int HKV, int SQ, int SKV, float scale) {
+#if EVOTUNE_SM90A
+  using namespace sdpa_sm90;
+  using namespace evotune_sm90;
+  (void)Q;
+  (void)K;
+  (void)V;
+  extern __shared__ __align__(128) unsigned char sdpa_smem[];
+  // 128-byte swizzle atoms sit on 1024-byte boundaries; the spec adds the slack.
+  const unsigned raw = smem_u32(sdpa_smem);
+  const unsigned base = (raw + 1023u) & ~1023u;
+  Smem sm;
+  sm.q = base;
+  sm.ring = base + kQBytes;
+  sm.q_full = base + kBarOffset;
+  sm.q_empty = sm.q_full + 8;
+  sm.k_full = sm.q_full + 16;
+  sm.v_full = sm.k_full + 8 * STAGES;
+  sm.k_empty = sm.v_full + 8 * STAGES;
+  sm.v_empty = sm.k_empty + 8 * STAGES;
+  volatile int* last_flags = reinterpret_cast<volatile int*>(sdpa_smem + (base - raw) + kBarOffset + 16 + 32 * STAGES);
+  static_assert(16 + 32 * STAGES + 4 * 3 <= 256, "barriers and flags fit the 256-byte area");
+
+  if (threadIdx.x == kConsumerThreads) {
+    tma_prefetch_desc(&tm_q);
+    tma_prefetch_desc(&tm_k);
+    tma_prefetch_desc(&tm_v);
+    // The spec's smem expression must match this layout: fail loudly, never
+    // write past the allocation.
+    unsigned dyn;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(dyn));
+    if (dyn < (unsigned)kSmemBytes) __trap();
+    mbar_init(sm.q_full, 1);
+    mbar_init(sm.q_empty, kWarpArrivals);
+    for (int st = 0; st < STAGES; ++st) {
+      mbar_init(sm.k_full + 8 * st, 1);
+      mbar_init(sm.v_full + 8 * st, 1);
+      mbar_init(sm.k_empty + 8 * st, kWarpArrivals);
+      mbar_init(sm.v_empty + 8 * st, kWarpArrivals);
+    }
+    fence_mbar_init();
+  }
+  __syncthreads();
+
+  const Problem p = make_problem(B, H, HKV, SQ, SKV);
+  // Warp-uniform as far as the compiler can tell (a broadcast).
+  const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x >> 7, 0);
+  if (wg == kCWG) {
+    if constexpr (PRODUCER == 1) setmaxnreg_dec<kRegProducer>();
+    if (threadIdx.x == kConsumerThreads) producer(p, sm, &tm_q, &tm_k, &tm_v);
+  } else {
+    if constexpr (PRODUCER == 1) setmaxnreg_inc<kRegConsumer>();
+    Consumer c{p, sm, wg, (int)threadIdx.x & 127, ((int)threadIdx.x & 127) >> 5, (int)threadIdx.x & 31,
+               scale * 1.4426950408889634f, make_desc_sw128(sm.q + wg * 64 * 128, 16, 1024), {}};
+    c.run(O, workspace, counters, last_flags);
+  }
+#else
+  // sdpa_fwd_sm90 needs sm_90a (wgmma, setmaxnreg); nothing to run elsewhere.
+  __trap();
+#endif
+}
