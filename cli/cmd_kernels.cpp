@@ -57,6 +57,24 @@ KernelSummary summarize(const KernelSpec& s, const DeviceTraits& dev, const std:
   return k;
 }
 
+// The fastest template of a family (names starting with `family`) that runs
+// on this GPU: the one needing the newest architecture (arch-specific
+// templates such as sdpa_fwd_sm90 are written for the tensor cores they
+// need). Empty without a GPU or when none runs.
+std::string fastest_here(const std::string& family, const std::optional<DeviceInfo>& gpu) {
+  std::string best;
+  int best_cc = -1;
+  for (const auto& n : builtin_kernel_names()) {
+    if (!starts_with(n, family)) continue;
+    KernelSpec s = load_kernel(n);
+    if (runs_on(s, gpu) == "yes" && s.min_cc > best_cc) {
+      best = n;
+      best_cc = s.min_cc;
+    }
+  }
+  return best;
+}
+
 std::string expr_list(const std::vector<Expr>& es) {
   std::vector<std::string> t;
   for (const auto& e : es) t.push_back(e.text());
@@ -179,6 +197,15 @@ void add_kernels_command(CLI::App& app, Context& ctx) {
       for (const auto& k : all)
         t.add({k.name, k.dims, k.dtypes, k.valid >= 0 ? std::to_string(k.valid) : "?", k.runs_here, k.description});
       t.print(std::cout);
+      if (gpu) {
+        const std::string attn = fastest_here("sdpa_fwd", gpu), gemm = fastest_here("gemm", gpu);
+        if (!attn.empty() || !gemm.empty())
+          std::cout << "\nfastest on " << gpu->name << ": attention " << (attn.empty() ? "none" : attn) << ", GEMM "
+                    << (gemm.empty() ? "none" : gemm) << "\n";
+      } else {
+        std::cout << "\nattention: sdpa_fwd_sm90 on Hopper (sm_90), sdpa_fwd elsewhere; GEMM: gemm_sm90 on Hopper, gemm "
+                     "elsewhere\n";
+      }
       std::cout << "\n`evotune kernels NAME` describes one; a spec file path works wherever a kernel is named.\n";
       return kExitOk;
     };

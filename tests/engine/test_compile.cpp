@@ -286,6 +286,39 @@ std::string sass_of(const std::string& cubin, const std::filesystem::path& dir) 
 // for the math, UTMALDG (TMA) for the loads, and, in a cluster, stage
 // releases to the peer CTA without a GPU-wide fence in front (a cluster-scope
 // release put MEMBAR.ALL.GPU before each one and cost a third of the speed).
+TEST_CASE("sdpa_fwd_sm90's SASS: both GEMMs in HGMMA, P·V with P from registers, Q, K and V by TMA",
+          "[compile][sass]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("sdpa_fwd_sm90");
+  Problem p = spec.parse_problem("B=4,H=16,S=4096,D=128", Dtype::fp16);
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Config c = spec.default_config();
+  SearchSpace space(spec, {p}, dev);
+  REQUIRE(space.valid(c));
+  CompileRequest r;
+  r.source_name = spec.source_name;
+  r.source = spec.source_text;
+  r.entry = spec.entry;
+  r.arch = arch_for(90, spec.arch_specific);
+  r.headers = spec.headers;
+  r.defines = spec.compile_defines(c, p, dev);
+  CompileResult res = compile(r);
+  INFO(res.log);
+  REQUIRE(res.ok);
+  CHECK(res.res.spill_bytes() == 0);
+  const std::string sass = sass_of(res.cubin, cache.dir);
+  if (sass.empty()) {
+    WARN("cuobjdump not found: SASS not checked");
+    return;
+  }
+  // Q·Kᵀ: 64 x BLOCK_N(128) from shared-memory descriptors; P·V: 64 x D(128),
+  // A in registers, V transposed (MN-major) through its descriptor.
+  CHECK(sass.find("HGMMA.64x128x16.F32 R") != std::string::npos);
+  CHECK(sass.find(".tnspB") != std::string::npos);
+  CHECK(sass.find("UTMALDG.2D") != std::string::npos);  // Q
+  CHECK(sass.find("UTMALDG.3D") != std::string::npos);  // K and V
+}
+
 TEST_CASE("gemm_sm90's SASS: HGMMA, TMA loads, and no GPU-wide fence before a cluster arrival", "[compile][sass]") {
   TempCache cache;
   KernelSpec spec = load_kernel("gemm_sm90");
