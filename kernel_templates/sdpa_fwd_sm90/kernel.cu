@@ -40,12 +40,19 @@
 //    `workspace`, and the warpgroup arriving last at the tile's counter (in
 //    `counters`, re-armed for the next launch) merges them. Causal units run
 //    longest first. PERSISTENT=1 launches one CTA per SM that loops over the
-//    units (the producer runs ahead into the next unit's loads); 0 launches
-//    one CTA per unit.
+//    units in a fixed stride (the producer runs ahead into the next unit's
+//    loads), 2 the same with each CTA taking the next unit from a global
+//    counter when it is ready for one; 0 launches one CTA per unit. The
+//    producer hands each unit to the consumers with its Q tile: it writes the
+//    unit to the CTA's slot in `counters` before the arrival on the tile's
+//    mbarrier (a global slot: compute-sanitizer's racecheck does not follow
+//    a shared-memory handover through an mbarrier). L2_HEADS > 0 orders the units
+//    in sections of that many heads, so the CTAs running at once share a few
+//    heads' K and V in L2 instead of streaming every head's from memory.
 //
 // Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
 // PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
-// PERSISTENT. Problem: HEAD_DIM (64, 128, 256), IS_CAUSAL.
+// PERSISTENT, L2_HEADS. Problem: HEAD_DIM (64, 128, 256), IS_CAUSAL.
 
 #include "evotune_ptx.cuh"
 #include "evotune_sm90.cuh"
@@ -88,6 +95,9 @@
 #endif
 #ifndef PERSISTENT
 #define PERSISTENT 0
+#endif
+#ifndef L2_HEADS
+#define L2_HEADS 0
 #endif
 
 namespace sdpa_sm90 {
@@ -175,8 +185,19 @@ __device__ __forceinline__ Work decode(const Problem& p, int u) {
   Work w;
   w.z = u % SPLIT_KV;
   const int rest = u / SPLIT_KV;
-  const int hu = rest % p.heads;
-  const int lin = rest / p.heads;
+  // Units run in sections of L2_HEADS heads (0: all heads in one section);
+  // within a section the head varies fastest, then the query tile.
+  int hu, lin;
+  if (L2_HEADS > 0 && L2_HEADS < p.heads) {
+    const int per = L2_HEADS * p.m_tiles;  // units (of split 0) per whole section
+    const int sec = rest / per, within = rest % per;
+    const int n = min(L2_HEADS, p.heads - sec * L2_HEADS);  // the last may be ragged
+    hu = sec * L2_HEADS + within % n;
+    lin = within / n;
+  } else {
+    hu = rest % p.heads;
+    lin = rest / p.heads;
+  }
   const int mt = IS_CAUSAL ? p.m_tiles - 1 - lin : lin;  // causal: longest tiles first
   w.tile = mt * p.heads + hu;
   if (PACK_GQA) {
@@ -229,18 +250,45 @@ struct Smem {
   __device__ __forceinline__ unsigned v_tile(int st) const { return ring + st * kStageBytes + kKVBytes; }
 };
 
+// `counters` holds a unit slot per CTA (the unit of the Q tile in flight, or
+// >= units for none), the unit counter, then split-KV arrivals per tile.
+// Computed where used, after setmaxnreg: values live across it are spilled.
+__device__ __forceinline__ volatile int* unit_slot(unsigned* counters) {
+  return reinterpret_cast<volatile int*>(counters + blockIdx.x);
+}
+__device__ __forceinline__ unsigned* unit_counter(unsigned* counters) { return counters + gridDim.x; }
+__device__ __forceinline__ unsigned* split_arrivals(unsigned* counters) { return counters + gridDim.x + 1; }
+
 // ------------------------------------------------------------ producer
 
+// The unit after u for this CTA. PERSISTENT=2: the next from the global
+// counter (CTAs start at their blockIdx.x, the counter counts on from
+// gridDim.x); the fetch that takes the last value re-arms it for the next
+// launch, every CTA having made its final fetch by then.
+__device__ __forceinline__ int next_unit(const Problem& p, int u, unsigned* sched) {
+  if constexpr (PERSISTENT == 2) {
+    const unsigned v = atomicAdd(sched, 1u);
+    if (v == (unsigned)(p.units - 1)) *sched = 0u;
+    return (int)gridDim.x + (int)v;
+  } else {
+    return u + (int)gridDim.x;
+  }
+}
+
 __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const void* tm_q, const void* tm_k,
-                                         const void* tm_v) {
+                                         const void* tm_v, unsigned* counters) {
   using namespace evotune_sm90;
   Ring ring;
   unsigned q_phase = 0;
-  for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+  int next = blockIdx.x;
+  while (next < p.units) {
+    const int u = next;
+    next = next_unit(p, u, unit_counter(counters));
     const Work w = decode(p, u);
     if (!w.live) continue;
     mbar_wait(sm.q_empty, q_phase ^ 1u);
     q_phase ^= 1u;
+    *unit_slot(counters) = u;  // released by the arrival below
     mbar_arrive_expect_tx(sm.q_full, kQBytes);
 #pragma unroll
     for (int pn = 0; pn < kPanels; ++pn) tma_load_2d(sm.q + pn * kBM * 128, tm_q, pn * 64, w.row_base + w.m0, sm.q_full);
@@ -258,6 +306,10 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
       ring.next();
     }
   }
+  // No more units: an arrival without a tile.
+  mbar_wait(sm.q_empty, q_phase ^ 1u);
+  *unit_slot(counters) = p.units;
+  mbar_arrive(sm.q_full);
 }
 
 // ------------------------------------------------------------ consumer math
@@ -584,15 +636,16 @@ struct Consumer {
     Ring ring;
     unsigned q_phase = 0;
     if (kPingPong && wg == 1) named_bar_arrive(kBarTurn + 0, 256);  // warpgroup 0 goes first
-    for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+    for (;;) {
+      mbar_wait(sm.q_full, q_phase);
+      q_phase ^= 1u;
+      const int u = *unit_slot(counters);
+      if (u >= p.units) break;
       const Work w = decode(p, u);
-      if (!w.live) continue;
       float o[kOAcc];
 #pragma unroll
       for (int i = 0; i < kOAcc; ++i) o[i] = 0.f;
       RowState rs{{neg_inf(), neg_inf()}, {0.f, 0.f}};
-      mbar_wait(sm.q_full, q_phase);
-      q_phase ^= 1u;
       if (Q_IN_REGS) {
         load_q_fragments();
         release(sm.q_empty);
@@ -606,7 +659,8 @@ struct Consumer {
         rs.l[h] += __shfl_xor_sync(0xffffffffu, rs.l[h], 1);
         rs.l[h] += __shfl_xor_sync(0xffffffffu, rs.l[h], 2);
       }
-      if (SPLIT_KV > 1 && w.nsplit > 1 && !merge_splits(o, rs, w, workspace, counters, last_flags + wg)) continue;
+      if (SPLIT_KV > 1 && w.nsplit > 1 && !merge_splits(o, rs, w, workspace, split_arrivals(counters), last_flags + wg))
+        continue;
       store(o, rs, w, O);
     }
     // The turn that warpgroup 1 hands over after its last GEMMs: taken, so
@@ -671,7 +725,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, 1)
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x >> 7, 0);
   if (wg == kCWG) {
     if constexpr (PRODUCER == 1) setmaxnreg_dec<kRegProducer>();
-    if (threadIdx.x == kConsumerThreads) producer(p, sm, &tm_q, &tm_k, &tm_v);
+    if (threadIdx.x == kConsumerThreads) producer(p, sm, &tm_q, &tm_k, &tm_v, counters);
   } else {
     if constexpr (PRODUCER == 1) setmaxnreg_inc<kRegConsumer>();
     Consumer c{p, sm, wg, (int)threadIdx.x & 127, ((int)threadIdx.x & 127) >> 5, (int)threadIdx.x & 31,

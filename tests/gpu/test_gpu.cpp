@@ -285,6 +285,8 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"CLUSTER_N", 2}},
                                                 {{"PERSISTENT", 1}},
                                                 {{"PERSISTENT", 2}},
+                                                {{"L2_HEADS", 2}},
+                                                {{"L2_HEADS", 4}, {"PERSISTENT", 1}},
                                                 {{"SCHEDULE", 1}},
                                                 {{"L2_HINT", 2}},
                                                 {{"L2_HINT", 3}},
