@@ -30,7 +30,13 @@ Limits limits_for(const TunePlan& plan, const Trial* best) {
 
 SearchLoop::SearchLoop(const TunePlan& plan, const SearchSpace& space, Evaluator& ev, Strategy& strategy,
                        RunRecorder& recorder, Wakeup& wake)
-    : plan_(plan), space_(space), ev_(ev), strategy_(strategy), recorder_(recorder), wake_(wake) {}
+    : plan_(plan),
+      space_(space),
+      ev_(ev),
+      strategy_(strategy),
+      recorder_(recorder),
+      wake_(wake),
+      window_(plan, ev.slots()) {}
 
 SearchLoop::~SearchLoop() {
   abandon();
@@ -51,6 +57,7 @@ SearchOutcome SearchLoop::run(const std::function<void()>& start) {
     while (!entries_.empty() && entries_.front().trial && !stop.load()) {
       Entry& e = entries_.front();
       if (!e.user_invalid) --proposed_;
+      window_.observe(*e.trial);
       recorder_.record(std::move(*e.trial), e.proposed_at, ev_);
       entries_.pop_front();
       refill();  // after each observation, as the strategy expects
@@ -94,16 +101,20 @@ bool SearchLoop::advance(Entry& e) {
   return true;
 }
 
-// Proposals run up to a window ahead of the observations. Results are
-// recorded in proposal order, so a slow compile at the front holds back the
-// finished entries behind it; while it does and the compile slots run short
-// of work, up to twice the window is let in flight.
+// Proposals run up to a window ahead of the observations, and wait for a
+// free compile process (a config proposed earlier would only queue, with
+// older results). Results are recorded in proposal order, so a slow compile
+// at the front holds back the finished entries behind it; while it does and
+// the compile slots run short of work, up to twice the window is let in
+// flight.
 void SearchLoop::refill() {
   const std::atomic<bool>& stop = stop_requested();
-  const long window = plan_.window;
+  const long window = window_.window();
   while (recorder_.spent() + proposed_ < plan_.budget() && !stop.load()) {
     const auto n = static_cast<long>(entries_.size());
-    if (n >= window && (n >= 2L * window || staging() >= ev_.compile_slots())) break;
+    const long compiling = staging();
+    if (ev_.compile_slots() > 0 && compiling >= ev_.compile_slots()) break;
+    if (n >= window && (n >= 2L * window || compiling >= ev_.compile_slots())) break;
     Entry e;
     e.proposed_at = ev_.elapsed();
     if (next_seed_ < plan_.seeds.size()) {

@@ -1,6 +1,7 @@
-// The search loop: proposals run up to a window ahead of the observations;
-// each config is staged (compiled and gated) as soon as it is proposed and
-// run on the first free slot once staged; finished trials are recorded
+// The search loop: proposals run up to a window ahead of the observations
+// (window.hpp), each made when a compile process is free to take it, so from
+// the freshest results; each config is staged (compiled and gated) as soon
+// as it is proposed and run on the first free slot once staged; finished trials are recorded
 // strictly in proposal order, so a run is deterministic for a seed and its
 // results, on any number of GPUs.
 #pragma once
@@ -15,6 +16,7 @@
 #include "tune/evaluator.hpp"
 #include "tune/plan.hpp"
 #include "tune/recorder.hpp"
+#include "tune/window.hpp"
 
 namespace evotune {
 
@@ -66,6 +68,7 @@ class SearchLoop {
   Strategy& strategy_;
   RunRecorder& recorder_;
   Wakeup& wake_;
+  WindowSizer window_;
   std::deque<Entry> entries_;
   std::vector<bool> slot_busy_;
   size_t next_seed_ = 0;

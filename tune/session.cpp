@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include "tune/session.hpp"
 
 #include <exception>
@@ -39,6 +40,11 @@ StrategyOptions strategy_options(const TunePlan& plan) {
   StrategyOptions so;
   so.seed = plan.options.seed;
   so.elites = plan.options.elites;
+  so.budget = plan.budget();
+  if (const char* v = std::getenv("XE")) so.exploration = std::atof(v);  // TEMP tuning
+  if (const char* v = std::getenv("XC")) so.children = std::atoi(v);
+  if (const char* v = std::getenv("XR")) so.random_candidates = std::atoi(v);
+  if (const char* v = std::getenv("XD")) so.initial_design = std::atoi(v);
   return so;
 }
 

@@ -368,7 +368,7 @@ TEST_CASE("strategies never repeat a config, honour mark_seen and propose only v
         CAPTURE(name, seed, window);
         StrategyOptions opts;
         opts.seed = seed;
-        opts.initial_random = 4;
+        opts.initial_design = 4;
         auto s = make_strategy(name, space, opts);
         for (const Config& c : seeds) s->mark_seen(c);
         Run run = drive(*s, 1000, window, failing_some(land));
@@ -396,7 +396,7 @@ TEST_CASE("configs marked while a run is under way are never proposed", "[search
       CAPTURE(name, seed);
       StrategyOptions opts;
       opts.seed = seed;
-      opts.initial_random = 3;
+      opts.initial_design = 3;
       auto s = make_strategy(name, space, opts);
       Run head = drive(*s, 6, 2, failing_some(land));
       std::set<Config> proposed(head.proposals.begin(), head.proposals.end());
@@ -560,7 +560,7 @@ TEST_CASE("evo counts the children the constraints reject", "[search]") {
   SearchSpace space(spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{});
   Landscape land{&space, {2, 5, 6}};
   StrategyOptions opts;
-  opts.initial_random = 0;
+  opts.initial_design = 0;
   auto s = make_strategy("evo", space, opts);
   // A resumed run: the default and two measured trials are known already,
   // so every proposal is bred and no random draw is made.

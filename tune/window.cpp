@@ -1,0 +1,50 @@
+#include "tune/window.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace evotune {
+
+namespace {
+
+// Configs in flight before anything is measured: enough to start the
+// pipeline, few enough that the start is not proposed blind.
+constexpr int kInitialWindow = 8;
+// Head room over Little's law for compile and GPU times that vary.
+constexpr double kMargin = 1.25;
+
+}  // namespace
+
+WindowSizer::WindowSizer(const TunePlan& plan, int slots)
+    : fixed_(plan.options.window > 0 ? plan.options.window : 0),
+      cap_(plan.window),
+      slots_(std::max(slots, 1)),
+      compile_threads_(std::max(1u, plan.compile_threads)) {
+  for (const Trial& t : plan.previous) observe(t);
+}
+
+void WindowSizer::observe(const Trial& t) {
+  if (t.status == TrialStatus::invalid) return;
+  ++compiled_;
+  compile_s_ += t.compile_ms / 1000.0;
+  const double gpu_ms = t.verify_ms + t.bench_ms;
+  if (gpu_ms > 0) {
+    ++ran_;
+    gpu_s_ += gpu_ms / 1000.0;
+  }
+}
+
+int WindowSizer::window() const {
+  if (fixed_ > 0) return fixed_;
+  if (compiled_ == 0) return std::min(cap_, kInitialWindow);
+  const double compile_s = compile_s_ / compiled_;
+  const double gpu_s = ran_ > 0 ? gpu_s_ / ran_ : 0;
+  // Configs per second each stage can take; the slower one sets the pace.
+  double rate = compile_s > 0 ? compile_threads_ / compile_s : HUGE_VAL;
+  if (gpu_s > 0) rate = std::min(rate, slots_ / gpu_s);
+  const double in_flight = std::isfinite(rate) ? rate * (compile_s + gpu_s) : 0;
+  const int w = static_cast<int>(std::ceil(kMargin * in_flight)) + slots_;
+  return std::clamp(w, std::min(cap_, slots_ + 1), cap_);
+}
+
+}  // namespace evotune
