@@ -12,7 +12,7 @@ namespace {
 constexpr size_t kNeighbours = 5;
 // Weight of a parameter whose values explain none of the variance: small,
 // not zero, so that configs apart only there are still apart.
-constexpr double kMinWeight = 0.05;
+constexpr double kMinWeight = 0.2;
 
 // Share of the variance of y that the groups explain, corrected for the
 // share that as many groups would explain by chance (epsilon squared), in

@@ -20,8 +20,6 @@ constexpr int kMaxFailedDraws = 100'000;
 constexpr int kEvoRandomDraws = 1'000;
 // Children bred from the same parents before evo gives up on them.
 constexpr int kRepairAttempts = 64;
-// Random configs the space-filling start chooses each of its configs from.
-constexpr size_t kDesignCandidates = 64;
 
 // Position of c in the odometer walk over value indices (last parameter
 // fastest); nullopt when c holds a value outside its parameter's list.
@@ -229,7 +227,7 @@ class ExhaustiveStrategy : public StrategyBase {
 };
 
 // Steady-state genetic algorithm, guided by a model of the results: after
-// a space-filling start, each proposal breeds candidate children from the ok
+// a random start, each proposal breeds candidate children from the ok
 // trials observed so far (and draws a few random ones), and the model picks
 // the most promising of them, counting the configs in flight as taken. So
 // proposals may run ahead of observations without all asking for the same
@@ -239,7 +237,6 @@ class EvoStrategy : public StrategyBase {
   EvoStrategy(const SearchSpace& space, const StrategyOptions& opts) : StrategyBase(space, opts), model_(space) {
     for (size_t i = 0; i < space.params().size(); ++i)
       if (space.params()[i].values.size() > 1) mutable_params_.push_back(i);
-    for (size_t i : mutable_params_) value_counts_.emplace_back(space.params()[i].values.size(), 0);
   }
   std::string name() const override { return "evo"; }
 
@@ -247,15 +244,15 @@ class EvoStrategy : public StrategyBase {
     if (auto d = default_once()) return propose_evo(*d);
     if (auto st = next_start()) return propose_evo(*st);
     // Marked configs count too, so a resumed run goes straight to breeding.
-    const bool designing = seen_.size() < design_size() || population_.ok_trials().size() < 2;
-    std::optional<Config> c = designing ? design_pick() : model_pick();
+    const bool starting = seen_.size() < start_size() || population_.ok_trials().size() < 2;
+    std::optional<Config> c;
+    if (!starting) c = model_pick();
     if (!c) c = random_unseen(kEvoRandomDraws);
     if (!c) return std::nullopt;
     return propose_evo(*c);
   }
 
   void observe(const Trial& t) override {
-    note(t.config);
     StrategyBase::observe(t);
     pending_.erase(t.config.canonical());
     if (t.status == TrialStatus::invalid || !walk_rank(space_, t.config)) return;
@@ -263,30 +260,18 @@ class EvoStrategy : public StrategyBase {
     model_stale_ = true;
   }
 
-  void mark_seen(const Config& c) override {
-    note(c);
-    StrategyBase::mark_seen(c);
-  }
-
  private:
-  // The start's size: the default and the spec's starts count; a small
-  // budget gets a smaller start.
-  size_t design_size() const {
-    int n = std::max(opts_.initial_design, 0);
+  // Configs before breeding starts: the default and the spec's starts
+  // count; a small budget gets a shorter start.
+  size_t start_size() const {
+    int n = std::max(opts_.initial_random, 0);
     if (opts_.budget > 0) n = std::min(n, std::max(2, opts_.budget / 5));
     return static_cast<size_t>(n);
   }
 
   Config propose_evo(const Config& c) {
-    note(c);
     if (walk_rank(space_, c)) pending_.emplace(c.canonical(), model_.point(c));
     return propose_config(c);
-  }
-
-  // Counts c's values once, when it first becomes seen (for the design's coverage).
-  void note(const Config& c) {
-    if (seen(c) || !walk_rank(space_, c)) return;
-    for (size_t d = 0; d < mutable_params_.size(); ++d) ++value_counts_[d][space_.value_index(c, mutable_params_[d])];
   }
 
   std::vector<Surrogate::Point> pending_points() const {
@@ -312,27 +297,6 @@ class EvoStrategy : public StrategyBase {
       out.push_back(std::move(c));
     }
     return out;
-  }
-
-  // The space-filling start: among random valid configs, the one that takes
-  // the least-covered value of the most parameters and lies farthest from
-  // every config seen or in flight.
-  std::optional<Config> design_pick() {
-    refit();
-    const std::vector<Surrogate::Point> pending = pending_points();
-    std::optional<Config> best;
-    double best_score = -1;
-    for (Config& c : sample_unseen(kDesignCandidates)) {
-      double novel = 0;
-      for (size_t d = 0; d < mutable_params_.size(); ++d) {
-        const std::vector<int>& counts = value_counts_[d];
-        novel += counts[space_.value_index(c, mutable_params_[d])] == *std::min_element(counts.begin(), counts.end());
-      }
-      if (!mutable_params_.empty()) novel /= static_cast<double>(mutable_params_.size());
-      const double score = novel + model_.room(model_.point(c), pending);
-      if (score > best_score) best_score = score, best = std::move(c);
-    }
-    return best;
   }
 
   // Candidate children bred from the ok trials, and a few random configs;
@@ -440,7 +404,6 @@ class EvoStrategy : public StrategyBase {
   }
 
   std::vector<size_t> mutable_params_;  // those with more than one value
-  std::vector<std::vector<int>> value_counts_;  // per mutable parameter: seen configs with each value
   Surrogate model_;
   bool model_stale_ = false;
   // Proposed, not yet observed: canonical config → the model's point.

@@ -24,11 +24,11 @@ namespace evotune {
 struct StrategyOptions {
   uint64_t seed = 1;
   int elites = 6;           // K: the population that always survives
-  int budget = 0;           // the run's budget, when known: a small one gets a smaller start
-  int initial_design = 10;  // space-filling configs (the default and the starts included) before breeding
-  int children = 32;        // candidate children bred for each proposal, the model picks one
+  int budget = 0;             // the run's budget, when known: a small one gets a shorter random start
+  int initial_random = 10;    // configs (the default and the starts included) before breeding starts
+  int children = 16;          // candidate children bred for each proposal; the model picks one
   int random_candidates = 8;  // random configs among the candidates
-  double exploration = 1.0;   // the model's weight on room to explore vs predicted fitness
+  double exploration = 2.0;   // the model's weight on room to explore against predicted fitness
   int tournament = 3;
   double crossover_rate = 0.7;
   double neighbour_rate = 0.7;  // mutation to a neighbouring value vs a random one

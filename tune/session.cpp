@@ -1,4 +1,3 @@
-#include <cstdlib>
 #include "tune/session.hpp"
 
 #include <exception>
@@ -41,10 +40,6 @@ StrategyOptions strategy_options(const TunePlan& plan) {
   so.seed = plan.options.seed;
   so.elites = plan.options.elites;
   so.budget = plan.budget();
-  if (const char* v = std::getenv("XE")) so.exploration = std::atof(v);  // TEMP tuning
-  if (const char* v = std::getenv("XC")) so.children = std::atoi(v);
-  if (const char* v = std::getenv("XR")) so.random_candidates = std::atoi(v);
-  if (const char* v = std::getenv("XD")) so.initial_design = std::atoi(v);
   return so;
 }
 

@@ -10,7 +10,8 @@ namespace {
 // Configs in flight before anything is measured: enough to start the
 // pipeline, few enough that the start is not proposed blind.
 constexpr int kInitialWindow = 8;
-// Head room over Little's law for compile and GPU times that vary.
+// Head room over Little's law for compile and GPU times that vary, when the
+// GPU is the bottleneck (compiled configs wait for it).
 constexpr double kMargin = 1.25;
 
 }  // namespace
@@ -39,11 +40,14 @@ int WindowSizer::window() const {
   if (compiled_ == 0) return std::min(cap_, kInitialWindow);
   const double compile_s = compile_s_ / compiled_;
   const double gpu_s = ran_ > 0 ? gpu_s_ / ran_ : 0;
-  // Configs per second each stage can take; the slower one sets the pace.
-  double rate = compile_s > 0 ? compile_threads_ / compile_s : HUGE_VAL;
-  if (gpu_s > 0) rate = std::min(rate, slots_ / gpu_s);
-  const double in_flight = std::isfinite(rate) ? rate * (compile_s + gpu_s) : 0;
-  const int w = static_cast<int>(std::ceil(kMargin * in_flight)) + slots_;
+  const double compile_rate = compile_s > 0 ? compile_threads_ / compile_s : HUGE_VAL;  // configs per second
+  const double gpu_rate = gpu_s > 0 ? slots_ / gpu_s : HUGE_VAL;
+  double in_flight = 0;
+  if (compile_rate < gpu_rate)  // compile-bound: every compile process busy, no queue before them
+    in_flight = compile_threads_ + compile_rate * gpu_s;
+  else if (std::isfinite(gpu_rate))  // GPU-bound: a margin of compiled configs waiting for it
+    in_flight = kMargin * gpu_rate * (compile_s + gpu_s);
+  const int w = static_cast<int>(std::ceil(in_flight)) + slots_;
   return std::clamp(w, std::min(cap_, slots_ + 1), cap_);
 }
 

@@ -2,10 +2,11 @@
 // Each is proposed without the results of those ahead of it, so the window
 // is as small as keeps the pipeline's slower stage busy: by Little's law,
 // that stage's throughput times a config's time in flight (its compile and
-// its GPU time), with a margin, from the mean times measured so far. A
-// GPU-bound run (kernels slower than compiles) keeps few in flight; a
-// compile-bound one about as many as it has compile processes. Never more
-// than twice the compile processes; `--window N` fixes it.
+// its GPU time), from the mean times measured so far. A GPU-bound run
+// (kernels slower than compiles) keeps few in flight, with a margin of
+// compiled configs waiting for the GPU; a compile-bound one as many as it
+// has compile processes and those on the GPU. Never more than twice the
+// compile processes; `--window N` fixes it.
 #pragma once
 
 #include "core/types.hpp"

@@ -12,43 +12,13 @@
 #include "search/space.hpp"
 #include "search/strategy.hpp"
 #include "tests/catch.hpp"
+#include "tests/search/synthetic_spec.hpp"
 
 using namespace evotune;
+using evotune_test::spec_from;
+using evotune_test::spec_text;
 
 namespace {
-
-KernelSpec spec_from(const std::string& toml) {
-  return parse_spec(toml, "inline.toml", [](const std::string&) { return std::string("// source"); });
-}
-
-// Everything a spec needs besides its parameters and constraints.
-std::string spec_text(const std::string& dims, const std::string& params_and_space) {
-  return R"toml(
-[kernel]
-name = "synthetic"
-source = "k.cu"
-entry = "k"
-
-[problem]
-dims = )toml" +
-         dims + "\n" + params_and_space + R"toml(
-[launch]
-grid = ["1"]
-block = ["32"]
-
-[[arg]]
-name = "out"
-type = "f32*"
-count = "1024"
-role = "out"
-
-[reference]
-source = "ref.cu"
-entry = "ref"
-grid = ["1"]
-block = ["1"]
-)toml";
-}
 
 // 80 configs, 48 valid on N=256; BLOCK=128 and BLOCK=256 die on N=64.
 const std::string kSmallSpace = R"toml(
@@ -368,7 +338,7 @@ TEST_CASE("strategies never repeat a config, honour mark_seen and propose only v
         CAPTURE(name, seed, window);
         StrategyOptions opts;
         opts.seed = seed;
-        opts.initial_design = 4;
+        opts.initial_random = 4;
         auto s = make_strategy(name, space, opts);
         for (const Config& c : seeds) s->mark_seen(c);
         Run run = drive(*s, 1000, window, failing_some(land));
@@ -396,7 +366,7 @@ TEST_CASE("configs marked while a run is under way are never proposed", "[search
       CAPTURE(name, seed);
       StrategyOptions opts;
       opts.seed = seed;
-      opts.initial_design = 3;
+      opts.initial_random = 3;
       auto s = make_strategy(name, space, opts);
       Run head = drive(*s, 6, 2, failing_some(land));
       std::set<Config> proposed(head.proposals.begin(), head.proposals.end());
@@ -560,7 +530,7 @@ TEST_CASE("evo counts the children the constraints reject", "[search]") {
   SearchSpace space(spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{});
   Landscape land{&space, {2, 5, 6}};
   StrategyOptions opts;
-  opts.initial_design = 0;
+  opts.initial_random = 0;
   auto s = make_strategy("evo", space, opts);
   // A resumed run: the default and two measured trials are known already,
   // so every proposal is bred and no random draw is made.

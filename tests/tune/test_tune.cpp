@@ -11,6 +11,7 @@
 #include "tune/plan.hpp"
 #include "tune/replay.hpp"
 #include "tune/search.hpp"
+#include "tune/window.hpp"
 
 using namespace evotune;
 
@@ -115,4 +116,44 @@ TEST_CASE("the replay evaluator stages recorded trials and keeps a simulated clo
   const double after_one = (run.compile_ms + run.verify_ms + run.bench_ms) / 1000;
   CHECK(ev.elapsed() == Approx(after_one));
   CHECK(ev.gpu_busy_s() == Approx((run.verify_ms + run.bench_ms) / 1000));
+}
+
+TEST_CASE("the window keeps the slower stage busy and no more", "[tune]") {
+  TunePlan p;
+  p.compile_threads = 16;
+  p.window = 32;  // twice the compile threads: the most
+  auto trial = [](double compile_ms, double gpu_ms) {
+    Trial t;
+    t.status = TrialStatus::ok;
+    t.compile_ms = compile_ms;
+    t.bench_ms = gpu_ms;
+    return t;
+  };
+  WindowSizer before(p, 1);
+  CHECK(before.window() == 8);  // nothing measured: a short start
+  // GPU-bound (0.5 s on the GPU, 0.1 s to compile): a few in flight.
+  WindowSizer gpu_bound(p, 1);
+  for (int i = 0; i < 4; ++i) gpu_bound.observe(trial(100, 500));
+  CHECK(gpu_bound.window() >= 2);
+  CHECK(gpu_bound.window() <= 4);
+  // Two GPUs take twice as many.
+  WindowSizer two_gpus(p, 2);
+  for (int i = 0; i < 4; ++i) two_gpus.observe(trial(100, 500));
+  CHECK(two_gpus.window() > gpu_bound.window());
+  // Compile-bound (1 s to compile on 16 threads, 10 ms on the GPU): every
+  // compile thread busy, under the cap.
+  WindowSizer compile_bound(p, 1);
+  for (int i = 0; i < 4; ++i) compile_bound.observe(trial(1000, 10));
+  CHECK(compile_bound.window() >= 16);
+  CHECK(compile_bound.window() <= 32);
+  // Constraint rejections are not measurements.
+  Trial invalid = trial(0, 0);
+  invalid.status = TrialStatus::invalid;
+  compile_bound.observe(invalid);
+  CHECK(compile_bound.window() >= 16);
+  // --window fixes it.
+  p.options.window = 5;
+  WindowSizer fixed(p, 1);
+  fixed.observe(trial(1000, 10));
+  CHECK(fixed.window() == 5);
 }
