@@ -1,6 +1,7 @@
 // Search: the space of valid configs of a kernel and the strategies that walk
-// it (evolutionary, random, exhaustive). Nothing here knows CUDA: a strategy
-// proposes configs and observes the trials measured for them. Proposals are
+// it (evolutionary, guided by a model of the results (model.hpp); random;
+// exhaustive). Nothing here knows CUDA: a strategy proposes configs and
+// observes the trials measured for them. Proposals are
 // deterministic for a given seed and sequence of observations, never repeat a
 // config the run has seen, and always satisfy the spec's constraints (invalid
 // draws are repaired or re-drawn and cost no budget).

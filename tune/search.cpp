@@ -57,7 +57,7 @@ SearchOutcome SearchLoop::run(const std::function<void()>& start) {
     while (!entries_.empty() && entries_.front().trial && !stop.load()) {
       Entry& e = entries_.front();
       if (!e.user_invalid) --proposed_;
-      window_.observe(*e.trial);
+      window_.observe(*e.trial, e.staging_s, e.run_s);
       recorder_.record(std::move(*e.trial), e.proposed_at, ev_);
       entries_.pop_front();
       refill();  // after each observation, as the strategy expects
@@ -80,6 +80,7 @@ bool SearchLoop::advance(Entry& e) {
   if (!e.job) {
     if (!ready(e.staging)) return false;
     Staged s = e.staging.get();
+    e.staging_s = ev_.elapsed() - e.proposed_at;
     progressed = true;
     if (s.finished) {
       e.trial = std::move(*s.finished);
@@ -92,11 +93,13 @@ bool SearchLoop::advance(Entry& e) {
     if (free == slot_busy_.end()) return progressed;
     e.slot = static_cast<int>(free - slot_busy_.begin());
     *free = true;
+    e.run_started = ev_.elapsed();
     e.running = ev_.run(std::move(*e.job), e.slot, limits_for(plan_, strategy_.population().best()), wake_);
     return true;
   }
   if (!ready(e.running)) return progressed;
   e.trial = e.running.get();
+  e.run_s = ev_.elapsed() - e.run_started;
   slot_busy_[static_cast<size_t>(e.slot)] = false;
   return true;
 }

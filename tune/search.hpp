@@ -49,6 +49,9 @@ class SearchLoop {
   struct Entry {
     Config config;
     double proposed_at = 0;
+    double staging_s = 0;  // wall time from proposal to staged
+    double run_started = 0;
+    double run_s = 0;  // wall time on the slot
     std::future<Staged> staging;  // until taken
     std::optional<Job> job;       // staged for a slot
     int slot = -1;

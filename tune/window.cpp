@@ -24,14 +24,14 @@ WindowSizer::WindowSizer(const TunePlan& plan, int slots)
   for (const Trial& t : plan.previous) observe(t);
 }
 
-void WindowSizer::observe(const Trial& t) {
+void WindowSizer::observe(const Trial& t, double staging_s, double run_s) {
   if (t.status == TrialStatus::invalid) return;
   ++compiled_;
-  compile_s_ += t.compile_ms / 1000.0;
-  const double gpu_ms = t.verify_ms + t.bench_ms;
-  if (gpu_ms > 0) {
+  compile_s_ += std::max(t.compile_ms / 1000.0, staging_s);
+  const double gpu_s = std::max((t.verify_ms + t.bench_ms) / 1000.0, run_s);
+  if (gpu_s > 0) {
     ++ran_;
-    gpu_s_ += gpu_ms / 1000.0;
+    gpu_s_ += gpu_s;
   }
 }
 

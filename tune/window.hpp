@@ -18,8 +18,11 @@ class WindowSizer {
  public:
   // `slots`: configs run at once (GPUs, real or simulated).
   WindowSizer(const TunePlan& plan, int slots);
-  // A recorded trial: its compile time and, when it reached a GPU, its GPU time.
-  void observe(const Trial& t);
+  // A recorded trial: its compile time and, when it reached a GPU, its GPU
+  // time; the longer of the trial's own and the wall time the loop saw its
+  // staging and its run take (process start, loading, transfers; 0 in a
+  // replay).
+  void observe(const Trial& t, double staging_s = 0, double run_s = 0);
   int window() const;
 
  private:
