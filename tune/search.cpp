@@ -57,7 +57,11 @@ SearchOutcome SearchLoop::run(const std::function<void()>& start) {
     while (!entries_.empty() && entries_.front().trial && !stop.load()) {
       Entry& e = entries_.front();
       if (!e.user_invalid) --proposed_;
-      window_.observe(*e.trial, e.staging_s, e.run_s);
+      // A replay's clock moves only as trials are recorded: its own times count.
+      if (ev_.simulated())
+        window_.observe(*e.trial);
+      else
+        window_.observe(*e.trial, e.staging_s, e.run_s);
       recorder_.record(std::move(*e.trial), e.proposed_at, ev_);
       entries_.pop_front();
       refill();  // after each observation, as the strategy expects
