@@ -286,6 +286,7 @@ class EvoStrategy : public StrategyBase {
     std::vector<Config> out;
     std::unordered_set<std::string> taken;
     const std::vector<Config>* all = space_.enumerate_valid();
+    if (all && all->empty()) return out;
     for (size_t tries = 0; out.size() < n && tries < 8 * n + kEvoRandomDraws; ++tries) {
       Config c = all ? (*all)[uniform_index(rng_, all->size())] : space_.random_config(rng_);
       if (seen(c) || taken.count(c.canonical())) continue;
