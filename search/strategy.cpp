@@ -252,6 +252,29 @@ class EvoStrategy : public StrategyBase {
     return propose_evo(*c);
   }
 
+  // The model's score of each, counting the other configs in flight (not
+  // the config itself) as taken.
+  std::vector<double> scores(const std::vector<Config>& proposed) override {
+    std::vector<double> out;
+    refit();
+    if (model_.ok_count() == 0) return out;  // nothing to tell them apart
+    for (const Config& c : proposed) {
+      if (!walk_rank(space_, c)) {
+        out.push_back(std::numeric_limits<double>::infinity());
+        continue;
+      }
+      const std::string key = c.canonical();
+      std::vector<Surrogate::Point> others;
+      others.reserve(pending_.size());
+      for (const auto& [k, x] : pending_)
+        if (k != key) others.push_back(x);
+      out.push_back(model_.score(model_.point(c), others, opts_.exploration));
+    }
+    return out;
+  }
+
+  void withdraw(const Config& c) override { pending_.erase(c.canonical()); }
+
   void observe(const Trial& t) override {
     StrategyBase::observe(t);
     pending_.erase(t.config.canonical());

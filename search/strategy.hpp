@@ -45,6 +45,13 @@ class Strategy {
   virtual void observe(const Trial& t) = 0;
   // Tells the strategy a config exists already (resume, user seeds).
   virtual void mark_seen(const Config& c) = 0;
+  // How promising each of these proposed, not yet observed configs looks
+  // now, from everything observed so far (lower is better); empty when the
+  // strategy has no preference (they run in the order proposed).
+  virtual std::vector<double> scores(const std::vector<Config>& /*proposed*/) { return {}; }
+  // A proposed config that will not be evaluated after all (dropped before
+  // the GPU): no longer in flight, still never proposed again.
+  virtual void withdraw(const Config& /*c*/) {}
   virtual std::string name() const = 0;
   // Constraint rejections so far (draws that cost no budget).
   virtual int invalid_draws() const = 0;

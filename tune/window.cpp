@@ -8,7 +8,8 @@ namespace evotune {
 namespace {
 
 // Configs in flight before anything is measured: enough to start the
-// pipeline, few enough that the start is not proposed blind.
+// pipeline, few enough that the start is not proposed blind; the window
+// grows by one per result from here.
 constexpr int kInitialWindow = 8;
 // Head room over Little's law for compile and GPU times that vary, when the
 // GPU is the bottleneck (compiled configs wait for it).
@@ -26,6 +27,7 @@ WindowSizer::WindowSizer(const TunePlan& plan, int slots)
 
 void WindowSizer::observe(const Trial& t, double staging_s, double run_s) {
   if (t.status == TrialStatus::invalid) return;
+  ++results_;
   ++compiled_;
   compile_s_ += std::max(t.compile_ms / 1000.0, staging_s);
   const double gpu_s = std::max((t.verify_ms + t.bench_ms) / 1000.0, run_s);
@@ -47,7 +49,7 @@ int WindowSizer::window() const {
     in_flight = compile_threads_ + compile_rate * gpu_s;
   else if (std::isfinite(gpu_rate))  // GPU-bound: a margin of compiled configs waiting for it
     in_flight = kMargin * gpu_rate * (compile_s + gpu_s);
-  const int w = static_cast<int>(std::ceil(in_flight)) + slots_;
+  const int w = std::min(static_cast<int>(std::ceil(in_flight)) + slots_, kInitialWindow + results_);
   return std::clamp(w, std::min(cap_, slots_ + 1), cap_);
 }
 

@@ -6,7 +6,9 @@
 // (kernels slower than compiles) keeps few in flight, with a margin of
 // compiled configs waiting for the GPU; a compile-bound one as many as it
 // has compile processes and those on the GPU. Never more than twice the
-// compile processes; `--window N` fixes it.
+// compile processes. It starts at a few and grows by one per result (the
+// first results steer the most proposals, so they are not made blind);
+// `--window N` fixes it.
 #pragma once
 
 #include "core/types.hpp"
@@ -30,6 +32,7 @@ class WindowSizer {
   int cap_ = 4;
   int slots_ = 1;
   double compile_threads_ = 1;
+  int results_ = 0;  // trials observed (constraint rejections aside)
   int compiled_ = 0;
   double compile_s_ = 0;  // summed over the compiled trials
   int ran_ = 0;

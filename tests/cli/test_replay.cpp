@@ -336,19 +336,20 @@ TEST_CASE("evo beats random on the recorded sdpa_fwd landscape", "[replay][searc
 }
 
 // Replay goes through the same dispatch as live GPUs, with --gpus N virtual
-// workers: with the same window the trials are the same (recorded in
-// proposal order), work is spread over the GPUs, and the simulated
-// throughput grows.
-TEST_CASE("several GPUs: same trials, spread over the workers, more trials per minute", "[replay][gpus]") {
+// workers on a simulated clock: a seed gives the same run every time, work
+// is spread over the GPUs, and the simulated throughput grows.
+TEST_CASE("several GPUs: the same run for a seed, spread over the workers, more trials per minute", "[replay][gpus]") {
   TempDir t;
   std::string data = evotune_test::source_dir() + "/tests/data/gemm_h200.json";
   REQUIRE(fs::exists(data));
   std::string db = (t.path / "g.db").string();
   // Warm cache: the GPU, not compilation, is the bottleneck.
-  for (const char* gpus : {"1", "2"})
+  for (const char* gpus : {"1", "2", "2"})
     REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--replay-warm-cache", "--budget", "200", "--seed", "5",
                      "--window", "8", "--gpus", gpus}) == 0);
-  CHECK(configs_of(db, 1) == configs_of(db, 2));
+  CHECK(configs_of(db, 2) == configs_of(db, 3));
+  CHECK(configs_of(db, 1).size() == 200);
+  CHECK(configs_of(db, 2).size() == 200);
   Store s = Store::open(db, Store::Mode::read_only);
   std::set<int> devices;
   for (const Trial& tr : s.trials(2))
@@ -470,7 +471,7 @@ TEST_CASE("replay --gpus N simulates N GPUs", "[replay][gpus]") {
   TempDir t;
   std::string data = write_synthetic_dataset(t.path);
   std::string db = (t.path / "n.db").string();
-  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "60", "--gpus", "3"}) == 0);
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--replay-warm-cache", "--budget", "60", "--gpus", "3"}) == 0);
   Store s = Store::open(db, Store::Mode::read_only);
   std::set<int> devices;
   for (const Trial& tr : s.trials(1))
