@@ -87,7 +87,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--resume", *resume,
                   "continue run RUN (id or 'last') with its remaining budget; options that define the run (kernel, "
                   "problems, dtype, strategy, seed, elites) may be left out, and must agree with it if given");
-  cmd->add_option("--window", opts->window, "configs in flight (compiling ahead of the GPU); default 2x threads")
+  cmd->add_option("--window", opts->window,
+                  "configs in flight (compiling ahead of the GPU); default: 8, growing by one per result to as many "
+                  "as keep the slower of compiling and the GPU busy, from the measured times, at most 2x threads")
       ->check(positive_number());
   cmd->add_option("--sanitize", opts->sanitize,
                   "compute-sanitizer gate (the spec's [gates] sanitize tools, on the check shapes): none, elites "

@@ -868,7 +868,7 @@ void read_kernel(const TomlReader& r, const toml::table& root, const SourceReade
   s.source_name = r.str(k, "source", "[kernel]", true);
   s.source_text = read_source(r, read, s.source_name, "[kernel].source");
   s.entry = r.str(k, "entry", "[kernel]", true);
-  s.min_cc = r.compute_capability(k, "min_cc", 70, false);
+  s.min_cc = r.compute_capability(k, "min_cc", 70, true);  // 0: any (replay-only specs)
   s.max_cc = r.compute_capability(k, "max_cc", 0, true);
   if (s.max_cc != 0 && s.max_cc < s.min_cc)
     r.fail("[kernel]", strfmt("max_cc %d is below min_cc %d", s.max_cc, s.min_cc));

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "core/error.hpp"
+#include "search/model.hpp"
 #include "search/random.hpp"
 
 namespace evotune {
@@ -16,7 +18,7 @@ constexpr int kMaxFailedDraws = 100'000;
 // Draws evo tries from the product before it enumerates the space (draws are
 // cheap while unseen valid configs are common; enumerating a large space is not).
 constexpr int kEvoRandomDraws = 1'000;
-// Children bred from the same parents before evo falls back to a random config.
+// Children bred from the same parents before evo gives up on them.
 constexpr int kRepairAttempts = 64;
 
 // Position of c in the odometer walk over value indices (last parameter
@@ -224,30 +226,130 @@ class ExhaustiveStrategy : public StrategyBase {
   bool done_ = false;
 };
 
-// Steady-state genetic algorithm: each proposal breeds one child from the ok
-// trials observed so far, so proposals may run ahead of observations.
+// Steady-state genetic algorithm, guided by a model of the results: after
+// a random start, each proposal breeds candidate children from the ok
+// trials observed so far (and draws a few random ones), and the model picks
+// the most promising of them, counting the configs in flight as taken. So
+// proposals may run ahead of observations without all asking for the same
+// place.
 class EvoStrategy : public StrategyBase {
  public:
-  EvoStrategy(const SearchSpace& space, const StrategyOptions& opts) : StrategyBase(space, opts) {
+  EvoStrategy(const SearchSpace& space, const StrategyOptions& opts) : StrategyBase(space, opts), model_(space) {
     for (size_t i = 0; i < space.params().size(); ++i)
       if (space.params()[i].values.size() > 1) mutable_params_.push_back(i);
   }
   std::string name() const override { return "evo"; }
 
   std::optional<Config> propose() override {
-    if (auto d = default_once()) return propose_config(*d);
-    if (auto st = next_start()) return propose_config(*st);
-    const auto& ok = population_.ok_trials();
+    if (auto d = default_once()) return propose_evo(*d);
+    if (auto st = next_start()) return propose_evo(*st);
     // Marked configs count too, so a resumed run goes straight to breeding.
-    bool warming_up = seen_.size() < static_cast<size_t>(std::max(opts_.initial_random, 0)) || ok.size() < 2;
+    const bool starting = seen_.size() < start_size() || population_.ok_trials().size() < 2;
     std::optional<Config> c;
-    if (!warming_up) c = breed(ok);
+    if (!starting) c = model_pick();
     if (!c) c = random_unseen(kEvoRandomDraws);
     if (!c) return std::nullopt;
-    return propose_config(*c);
+    return propose_evo(*c);
+  }
+
+  // The model's score of each, counting the other configs in flight (not
+  // the config itself) as taken.
+  std::vector<double> scores(const std::vector<Config>& proposed) override {
+    std::vector<double> out;
+    refit();
+    if (model_.ok_count() == 0) return out;  // nothing to tell them apart
+    for (const Config& c : proposed) {
+      if (!walk_rank(space_, c)) {
+        out.push_back(std::numeric_limits<double>::infinity());
+        continue;
+      }
+      const std::string key = c.canonical();
+      std::vector<Surrogate::Point> others;
+      others.reserve(pending_.size());
+      for (const auto& [k, x] : pending_)
+        if (k != key) others.push_back(x);
+      out.push_back(model_.score(model_.point(c), others, opts_.exploration));
+    }
+    return out;
+  }
+
+  void withdraw(const Config& c) override { pending_.erase(c.canonical()); }
+
+  void observe(const Trial& t) override {
+    StrategyBase::observe(t);
+    pending_.erase(t.config.canonical());
+    if (t.status == TrialStatus::invalid || !walk_rank(space_, t.config)) return;
+    model_.add(t.config, t.ok() && t.fitness > 0 ? std::optional<double>(t.fitness) : std::nullopt);
+    model_stale_ = true;
   }
 
  private:
+  // Configs before breeding starts: the default and the spec's starts
+  // count; a small budget gets a shorter start.
+  size_t start_size() const {
+    int n = std::max(opts_.initial_random, 0);
+    if (opts_.budget > 0) n = std::min(n, std::max(2, opts_.budget / 5));
+    return static_cast<size_t>(n);
+  }
+
+  Config propose_evo(const Config& c) {
+    if (walk_rank(space_, c)) pending_.emplace(c.canonical(), model_.point(c));
+    return propose_config(c);
+  }
+
+  std::vector<Surrogate::Point> pending_points() const {
+    std::vector<Surrogate::Point> out;
+    out.reserve(pending_.size());
+    for (const auto& [key, x] : pending_) out.push_back(x);
+    return out;
+  }
+
+  // Up to n valid unseen configs, uniformly at random, without taking them.
+  std::vector<Config> sample_unseen(size_t n) {
+    std::vector<Config> out;
+    std::unordered_set<std::string> taken;
+    const std::vector<Config>* all = space_.enumerate_valid();
+    if (all && all->empty()) return out;
+    for (size_t tries = 0; out.size() < n && tries < 8 * n + kEvoRandomDraws; ++tries) {
+      Config c = all ? (*all)[uniform_index(rng_, all->size())] : space_.random_config(rng_);
+      if (seen(c) || taken.count(c.canonical())) continue;
+      if (!all && !space_.valid(c)) {
+        ++invalid_draws_;
+        continue;
+      }
+      taken.insert(c.canonical());
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  // Candidate children bred from the ok trials, and a few random configs;
+  // the one the model scores best.
+  std::optional<Config> model_pick() {
+    refit();
+    const auto& ok = population_.ok_trials();
+    std::vector<Config> candidates;
+    std::unordered_set<std::string> taken;
+    for (int i = 0; i < opts_.children; ++i)
+      if (auto child = breed(ok); child && taken.insert(child->canonical()).second) candidates.push_back(*child);
+    for (Config& c : sample_unseen(static_cast<size_t>(std::max(opts_.random_candidates, 0))))
+      if (taken.insert(c.canonical()).second) candidates.push_back(std::move(c));
+    const std::vector<Surrogate::Point> pending = pending_points();
+    std::optional<Config> best;
+    double best_score = std::numeric_limits<double>::infinity();
+    for (Config& c : candidates) {
+      const double score = model_.score(model_.point(c), pending, opts_.exploration);
+      if (score < best_score) best_score = score, best = std::move(c);
+    }
+    return best;
+  }
+
+  void refit() {
+    if (!model_stale_) return;
+    model_.refit();
+    model_stale_ = false;
+  }
+
   // Parents come from the best `pool` ok trials: the elites plus as many
   // runners-up again, so the elites always breed and dominate the pool.
   size_t breeding_pool_size(size_t ok_count) const {
@@ -326,6 +428,10 @@ class EvoStrategy : public StrategyBase {
   }
 
   std::vector<size_t> mutable_params_;  // those with more than one value
+  Surrogate model_;
+  bool model_stale_ = false;
+  // Proposed, not yet observed: canonical config → the model's point.
+  std::map<std::string, Surrogate::Point> pending_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Search: the space of valid configs of a kernel and the strategies that walk
-// it (evolutionary, random, exhaustive). Nothing here knows CUDA: a strategy
-// proposes configs and observes the trials measured for them. Proposals are
+// it (evolutionary, guided by a model of the results (model.hpp); random;
+// exhaustive). Nothing here knows CUDA: a strategy proposes configs and
+// observes the trials measured for them. Proposals are
 // deterministic for a given seed and sequence of observations, never repeat a
 // config the run has seen, and always satisfy the spec's constraints (invalid
 // draws are repaired or re-drawn and cost no budget).
@@ -24,7 +25,11 @@ namespace evotune {
 struct StrategyOptions {
   uint64_t seed = 1;
   int elites = 6;           // K: the population that always survives
-  int initial_random = 16;  // random configs before evolution starts
+  int budget = 0;             // the run's budget, when known: a small one gets a shorter random start
+  int initial_random = 10;    // configs (the default and the starts included) before breeding starts
+  int children = 16;          // candidate children bred for each proposal; the model picks one
+  int random_candidates = 8;  // random configs among the candidates
+  double exploration = 2.0;   // the model's weight on room to explore against predicted fitness
   int tournament = 3;
   double crossover_rate = 0.7;
   double neighbour_rate = 0.7;  // mutation to a neighbouring value vs a random one
@@ -40,6 +45,13 @@ class Strategy {
   virtual void observe(const Trial& t) = 0;
   // Tells the strategy a config exists already (resume, user seeds).
   virtual void mark_seen(const Config& c) = 0;
+  // How promising each of these proposed, not yet observed configs looks
+  // now, from everything observed so far (lower is better); empty when the
+  // strategy has no preference (they run in the order proposed).
+  virtual std::vector<double> scores(const std::vector<Config>& /*proposed*/) { return {}; }
+  // A proposed config that will not be evaluated after all (dropped before
+  // the GPU): no longer in flight, still never proposed again.
+  virtual void withdraw(const Config& /*c*/) {}
   virtual std::string name() const = 0;
   // Constraint rejections so far (draws that cost no budget).
   virtual int invalid_draws() const = 0;

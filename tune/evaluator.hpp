@@ -75,9 +75,10 @@ class Evaluator {
   // seconds spent, summed over the GPUs.
   virtual double elapsed() const = 0;
   virtual double gpu_busy_s() const = 0;
-  // A trial was recorded, in proposal order; its config was proposed at
-  // `proposed_at` (elapsed() then). A replay advances its clock here.
-  virtual void recorded(const Trial& /*t*/, double /*proposed_at*/) {}
+  // Returns when a staging or a run may have finished after `seen` (the
+  // loop had nothing to do). A simulated evaluator moves its clock to the
+  // next of its events and completes it.
+  virtual void wait(Wakeup& wake, uint64_t seen) { wake.wait(seen); }
   // Whether elapsed() is simulated.
   virtual bool simulated() const { return false; }
 };

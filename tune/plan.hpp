@@ -47,7 +47,7 @@ struct TunePlan {
   std::string arch;              // what candidates are compiled for
   SanitizePlan sanitize;
   unsigned compile_threads = 1;
-  int window = 4;   // configs in flight
+  int window = 4;   // configs in flight: --window, else the most the search sizes it to (window.hpp)
   std::string exe;  // this binary, for worker processes
 
   int budget() const { return options.budget; }

@@ -79,8 +79,7 @@ void RunRecorder::update_time(Evaluator& ev) {
   stats_.gpu_idle_s = run_.stats.gpu_idle_s + (ev.gpus() == 0 ? 0 : std::max(0.0, wall * ev.gpus() - ev.gpu_busy_s()));
 }
 
-void RunRecorder::record(Trial t, double proposed_at, Evaluator& ev) {
-  ev.recorded(t, proposed_at);
+void RunRecorder::record(Trial t, Evaluator& ev) {
   if (t.status != TrialStatus::invalid) ++spent_;
   if (t.cache_hit) ++stats_.cache_hits;
   stats_.compile_busy_s += t.compile_ms / 1000;

@@ -22,9 +22,8 @@ class RunRecorder {
   // Creates the run (or reopens the resumed one) and gives the strategy the
   // trials it already has.
   void open();
-  // Commits a finished trial; `proposed_at` is when its config was proposed
-  // (the evaluator's clock).
-  void record(Trial t, double proposed_at, Evaluator& ev);
+  // Commits a finished trial (the evaluator keeps the run's clock).
+  void record(Trial t, Evaluator& ev);
   // The sanitizer gate's verdicts on a recorded elite.
   void sanitized(const Trial& t, const std::vector<std::string>& tools);
   void sanitizer_finding(const Trial& t, const SanitizerFinding& f);

@@ -1,6 +1,7 @@
 #include "tune/replay.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace evotune {
 
@@ -12,21 +13,14 @@ bool needs_gpu(TrialStatus s) {
          s == TrialStatus::timeout || s == TrialStatus::launch_error;
 }
 
-template <typename T>
-std::future<T> ready_future(T value, Wakeup& wake) {
-  std::promise<T> p;
-  p.set_value(std::move(value));
-  wake.notify();
-  return p.get_future();
-}
-
 }  // namespace
 
 ReplayEvaluator::ReplayEvaluator(const TunePlan& plan)
-    : plan_(plan), compile_free_(plan.compile_threads, 0.0), gpu_free_(static_cast<size_t>(plan.slots), 0.0) {}
+    : plan_(plan), compile_free_(std::max(1u, plan.compile_threads), 0.0) {}
 
-std::future<Staged> ReplayEvaluator::stage(const Config& c, Wakeup& wake) {
+std::future<Staged> ReplayEvaluator::stage(const Config& c, Wakeup&) {
   Staged s;
+  double compile_s = 0;
   const Trial* rec = plan_.replay->find(c);
   if (!rec) {
     Trial t;
@@ -34,37 +28,51 @@ std::future<Staged> ReplayEvaluator::stage(const Config& c, Wakeup& wake) {
     t.status = TrialStatus::invalid;
     t.error = "not in the replay dataset " + plan_.options.replay_path;
     s.finished = t;
-    return ready_future(std::move(s), wake);
+  } else {
+    Trial t = *rec;
+    t.id = 0;
+    t.seq = 0;
+    if (plan_.options.replay_warm_cache) t.compile_ms = 0, t.cache_hit = true;
+    compile_s = t.compile_ms / 1000.0;
+    if (needs_gpu(t.status))
+      s.job.trial = t;
+    else
+      s.finished = t;
   }
-  Trial t = *rec;
-  t.id = 0;
-  t.seq = 0;
-  if (plan_.options.replay_warm_cache) t.compile_ms = 0, t.cache_hit = true;
-  if (needs_gpu(t.status))
-    s.job.trial = t;
-  else
-    s.finished = t;
-  return ready_future(std::move(s), wake);
+  auto slot = std::min_element(compile_free_.begin(), compile_free_.end());
+  *slot = std::max(now_, *slot) + compile_s;
+  std::promise<Staged> p;
+  std::future<Staged> f = p.get_future();
+  stagings_.emplace(Key{*slot, started_++}, std::make_pair(std::move(p), std::move(s)));
+  return f;
 }
 
-std::future<Trial> ReplayEvaluator::run(Job job, int slot, const Limits&, Wakeup& wake) {
+std::future<Trial> ReplayEvaluator::run(Job job, int slot, const Limits&, Wakeup&) {
   Trial t = std::move(job.trial);
   t.device = slot;
-  return ready_future(std::move(t), wake);
+  const double gpu_s = (t.verify_ms + t.bench_ms) / 1000.0;
+  gpu_busy_s_ += gpu_s;
+  std::promise<Trial> p;
+  std::future<Trial> f = p.get_future();
+  runs_.emplace(Key{now_ + gpu_s, started_++}, std::make_pair(std::move(p), std::move(t)));
+  return f;
 }
 
-void ReplayEvaluator::recorded(const Trial& t, double proposed_at) {
-  auto slot = std::min_element(compile_free_.begin(), compile_free_.end());
-  const double compiled = std::max(proposed_at, *slot) + t.compile_ms / 1000.0;
-  *slot = compiled;
-  double finish = compiled;
-  if (needs_gpu(t.status)) {
-    auto g = std::min_element(gpu_free_.begin(), gpu_free_.end());
-    *g = std::max(compiled, *g) + (t.verify_ms + t.bench_ms) / 1000.0;
-    finish = *g;
-    gpu_busy_s_ += (t.verify_ms + t.bench_ms) / 1000.0;
+void ReplayEvaluator::wait(Wakeup& wake, uint64_t) {
+  if (stagings_.empty() && runs_.empty()) return;
+  const double next = std::min(stagings_.empty() ? HUGE_VAL : stagings_.begin()->first.first,
+                               runs_.empty() ? HUGE_VAL : runs_.begin()->first.first);
+  now_ = std::max(now_, next);
+  // Everything due now, in the order it was started.
+  while (!stagings_.empty() && stagings_.begin()->first.first <= now_) {
+    auto node = stagings_.extract(stagings_.begin());
+    node.mapped().first.set_value(std::move(node.mapped().second));
   }
-  now_ = std::max(now_, finish);
+  while (!runs_.empty() && runs_.begin()->first.first <= now_) {
+    auto node = runs_.extract(runs_.begin());
+    node.mapped().first.set_value(std::move(node.mapped().second));
+  }
+  wake.notify();
 }
 
 }  // namespace evotune

@@ -1,10 +1,15 @@
 // The replay evaluator: a dataset of recorded trials (`evotune export RUN
 // --format dataset`) stands in for the compiler and the GPUs, on a simulated
-// clock of the same pipeline — compile slots, GPUs taken in order, a window
-// of proposals ahead of the observations — so that strategies, resume and the
-// search loop run and are tested anywhere.
+// clock of the same pipeline: a staging takes a compile process for the
+// trial's recorded compile time, a run takes its GPU for the recorded GPU
+// time, and each finishes only when the loop waits and the clock reaches it
+// (events at the same time in the order they were started). So the search
+// loop runs exactly as on a host with those compile processes and GPUs, and
+// a seed gives the same run every time, anywhere.
 #pragma once
 
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "tune/evaluator.hpp"
@@ -17,24 +22,32 @@ class ReplayEvaluator : public Evaluator {
   explicit ReplayEvaluator(const TunePlan& plan);
 
   int slots() const override { return plan_.slots; }
-  int compile_slots() const override { return 0; }
+  int compile_slots() const override { return static_cast<int>(plan_.compile_threads); }
   int gpus() const override { return plan_.slots; }
-  // The recorded trial: finished at once when it never reached the GPU.
+  // The recorded trial, after its compile time on the first free simulated
+  // compile process: finished when it never reached the GPU.
   std::future<Staged> stage(const Config& c, Wakeup& wake) override;
-  // The recorded trial, on simulated GPU `slot`.
+  // The recorded trial, after its GPU time on simulated GPU `slot`.
   std::future<Trial> run(Job job, int slot, const Limits& limits, Wakeup& wake) override;
   double elapsed() const override { return now_; }
   double gpu_busy_s() const override { return gpu_busy_s_; }
-  // Advances the simulated clock by the trial's recorded compile and GPU time.
-  void recorded(const Trial& t, double proposed_at) override;
+  // Moves the clock to the next event and completes it (all of those due
+  // at the same time); returns at once when none is pending.
+  void wait(Wakeup& wake, uint64_t seen) override;
   bool simulated() const override { return true; }
+  // Stagings and runs not yet completed.
+  size_t pending() const { return stagings_.size() + runs_.size(); }
 
  private:
+  using Key = std::pair<double, uint64_t>;  // when it completes, the order it was started
+
   const TunePlan& plan_;
   double now_ = 0;
   double gpu_busy_s_ = 0;
-  std::vector<double> compile_free_;  // when each simulated compile slot is free
-  std::vector<double> gpu_free_;      // when each simulated GPU is free
+  uint64_t started_ = 0;
+  std::vector<double> compile_free_;  // when each simulated compile process is free
+  std::map<Key, std::pair<std::promise<Staged>, Staged>> stagings_;
+  std::map<Key, std::pair<std::promise<Trial>, Trial>> runs_;
 };
 
 }  // namespace evotune

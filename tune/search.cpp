@@ -30,7 +30,13 @@ Limits limits_for(const TunePlan& plan, const Trial* best) {
 
 SearchLoop::SearchLoop(const TunePlan& plan, const SearchSpace& space, Evaluator& ev, Strategy& strategy,
                        RunRecorder& recorder, Wakeup& wake)
-    : plan_(plan), space_(space), ev_(ev), strategy_(strategy), recorder_(recorder), wake_(wake) {}
+    : plan_(plan),
+      space_(space),
+      ev_(ev),
+      strategy_(strategy),
+      recorder_(recorder),
+      wake_(wake),
+      window_(plan, ev.slots()) {}
 
 SearchLoop::~SearchLoop() {
   abandon();
@@ -38,72 +44,135 @@ SearchLoop::~SearchLoop() {
 
 SearchOutcome SearchLoop::run(const std::function<void()>& start) {
   std::atomic<bool>& stop = stop_requested();
+  slot_busy_.assign(static_cast<size_t>(ev_.slots()), false);
   refill();
   start();
-  slot_busy_.assign(static_cast<size_t>(ev_.slots()), false);
   while (!entries_.empty() && !stop.load()) {
     const uint64_t seen = wake_.events();
-    bool progressed = false;
-    for (Entry& e : entries_) {
-      if (stop.load()) break;
-      progressed = advance(e) || progressed;
-    }
-    while (!entries_.empty() && entries_.front().trial && !stop.load()) {
-      Entry& e = entries_.front();
-      if (!e.user_invalid) --proposed_;
-      recorder_.record(std::move(*e.trial), e.proposed_at, ev_);
-      entries_.pop_front();
-      refill();  // after each observation, as the strategy expects
-      progressed = true;
-    }
-    const size_t before = entries_.size();
-    refill();
-    progressed = progressed || entries_.size() != before;
-    if (!progressed) wake_.wait(seen);  // until a staging or a run finishes
+    bool progressed = collect();
+    progressed = record_finished() || progressed;
+    progressed = dispatch() || progressed;
+    progressed = refill() || progressed;
+    if (!progressed) ev_.wait(wake_, seen);  // until a staging or a run finishes
   }
   SearchOutcome out{stop.load(), exhausted_};
   abandon();
   return out;
 }
 
-// One step of an entry: staged → on a free slot → finished.
-bool SearchLoop::advance(Entry& e) {
-  if (e.trial) return false;
+// The stagings and runs that finished: staged → a trial (gated out) or a job
+// waiting for a slot; run → a trial, its slot free.
+bool SearchLoop::collect() {
   bool progressed = false;
-  if (!e.job) {
-    if (!ready(e.staging)) return false;
-    Staged s = e.staging.get();
-    progressed = true;
-    if (s.finished) {
-      e.trial = std::move(*s.finished);
-      return true;
+  for (Entry& e : entries_) {
+    if (ready(e.staging)) {
+      Staged s = e.staging.get();
+      e.staging_s = ev_.elapsed() - e.proposed_at;
+      if (s.finished)
+        e.trial = std::move(*s.finished);
+      else
+        e.job = std::move(s.job);
+      progressed = true;
     }
-    e.job = std::move(s.job);
+    if (ready(e.running)) {
+      e.trial = e.running.get();
+      e.run_s = ev_.elapsed() - e.run_started;
+      slot_busy_[static_cast<size_t>(e.slot)] = false;
+      progressed = true;
+    }
   }
-  if (e.slot < 0) {
-    auto free = std::find(slot_busy_.begin(), slot_busy_.end(), false);
-    if (free == slot_busy_.end()) return progressed;
-    e.slot = static_cast<int>(free - slot_busy_.begin());
-    *free = true;
-    e.running = ev_.run(std::move(*e.job), e.slot, limits_for(plan_, strategy_.population().best()), wake_);
-    return true;
-  }
-  if (!ready(e.running)) return progressed;
-  e.trial = e.running.get();
-  slot_busy_[static_cast<size_t>(e.slot)] = false;
-  return true;
+  return progressed;
 }
 
-// Proposals run up to a window ahead of the observations. Results are
-// recorded in proposal order, so a slow compile at the front holds back the
-// finished entries behind it; while it does and the compile slots run short
-// of work, up to twice the window is let in flight.
-void SearchLoop::refill() {
+// Every finished trial, in proposal order among those finished together:
+// the strategy observes it, the store commits it, the window learns its times.
+bool SearchLoop::record_finished() {
+  bool progressed = false;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (!it->trial) {
+      ++it;
+      continue;
+    }
+    if (!it->user_invalid) --proposed_;
+    window_.observe(*it->trial, it->staging_s, it->run_s);
+    recorder_.record(std::move(*it->trial), ev_);
+    it = entries_.erase(it);
+    progressed = true;
+  }
+  return progressed;
+}
+
+// Each free slot takes the waiting job the strategy ranks best now (the
+// first proposed when it has no preference), and each time one does, the
+// worst of a surplus left waiting is dropped.
+bool SearchLoop::dispatch() {
+  bool progressed = false;
+  for (size_t slot = 0; slot < slot_busy_.size(); ++slot) {
+    if (slot_busy_[slot]) continue;
+    const std::vector<size_t> w = waiting();
+    if (w.empty()) break;
+    const std::vector<double> score = scores(w);
+    size_t pick = 0;
+    for (size_t i = 1; i < score.size(); ++i)
+      if (score[i] < score[pick]) pick = i;
+    Entry& e = entries_[w[pick]];
+    e.slot = static_cast<int>(slot);
+    slot_busy_[slot] = true;
+    e.run_started = ev_.elapsed();
+    e.running = ev_.run(std::move(*e.job), e.slot, limits_for(plan_, strategy_.population().best()), wake_);
+    e.job.reset();
+    progressed = true;
+    drop_surplus();
+  }
+  return progressed;
+}
+
+// Past kWaitingPerSlot jobs per slot waiting, the one the strategy ranks
+// worst would only hold a place of the window from a fresher proposal: it
+// is dropped (compiled, never run, never recorded; the strategy does not
+// propose it again). One per dispatch, so compiles never outrun the GPUs
+// by more than twice. A strategy with no preference keeps them all, and
+// so does one with nothing left to propose.
+void SearchLoop::drop_surplus() {
+  if (exhausted_) return;
+  const std::vector<size_t> w = waiting();
+  if (w.size() <= kWaitingPerSlot * slot_busy_.size()) return;
+  const std::vector<double> score = scores(w);
+  if (score.empty()) return;
+  size_t worst = 0;
+  for (size_t i = 1; i < score.size(); ++i)
+    if (score[i] >= score[worst]) worst = i;  // the latest among equals
+  Entry& e = entries_[w[worst]];
+  strategy_.withdraw(e.config);
+  --proposed_;
+  entries_.erase(entries_.begin() + static_cast<long>(w[worst]));
+}
+
+// Entries staged and waiting for a slot, in proposal order.
+std::vector<size_t> SearchLoop::waiting() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].job) out.push_back(i);
+  return out;
+}
+
+std::vector<double> SearchLoop::scores(const std::vector<size_t>& entries) {
+  if (entries.size() < 2) return {};
+  std::vector<Config> configs;
+  for (size_t i : entries) configs.push_back(entries_[i].config);
+  return strategy_.scores(configs);
+}
+
+// Proposals run up to a window ahead of the observations, and wait for a
+// free compile process (a config proposed earlier would only queue, with
+// older results).
+bool SearchLoop::refill() {
   const std::atomic<bool>& stop = stop_requested();
-  const long window = plan_.window;
-  while (recorder_.spent() + proposed_ < plan_.budget() && !stop.load()) {
-    const auto n = static_cast<long>(entries_.size());
-    if (n >= window && (n >= 2L * window || staging() >= ev_.compile_slots())) break;
+  const auto window = static_cast<size_t>(window_.window());
+  bool progressed = false;
+  while (recorder_.spent() + proposed_ < plan_.budget() && !stop.load() && !exhausted_) {
+    if (entries_.size() >= window) break;
+    if (ev_.compile_slots() > 0 && staging() >= ev_.compile_slots()) break;
     Entry e;
     e.proposed_at = ev_.elapsed();
     if (next_seed_ < plan_.seeds.size()) {
@@ -121,7 +190,7 @@ void SearchLoop::refill() {
       std::optional<Config> c = strategy_.propose();
       if (!c) {
         exhausted_ = true;
-        return;
+        break;
       }
       e.config = *c;
     }
@@ -130,7 +199,9 @@ void SearchLoop::refill() {
       e.staging = ev_.stage(e.config, wake_);
     }
     entries_.push_back(std::move(e));
+    progressed = true;
   }
+  return progressed;
 }
 
 long SearchLoop::staging() const {
@@ -144,8 +215,9 @@ void SearchLoop::abandon() {
   std::atomic<bool>& stop = stop_requested();
   stop.store(true);  // pending compiles end early
   for (Entry& e : entries_) {
-    if (e.staging.valid()) e.staging.wait();
-    if (e.running.valid()) e.running.wait();
+    // A simulated evaluator completes them only as its clock moves.
+    while (e.staging.valid() && !ready(e.staging)) ev_.wait(wake_, wake_.events());
+    while (e.running.valid() && !ready(e.running)) ev_.wait(wake_, wake_.events());
   }
   entries_.clear();
   stop.store(false);

@@ -39,6 +39,7 @@ StrategyOptions strategy_options(const TunePlan& plan) {
   StrategyOptions so;
   so.seed = plan.options.seed;
   so.elites = plan.options.elites;
+  so.budget = plan.budget();
   return so;
 }
 

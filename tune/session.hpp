@@ -8,7 +8,7 @@
 //   tune/plan.hpp       the options resolved once, checked before anything is recorded
 //   tune/evaluator.hpp  where configs are evaluated; gpu_pool, compiling, replay
 //   tune/candidate.hpp  compiling and gating one config
-//   tune/search.hpp     the window of configs in flight, recorded in proposal order
+//   tune/search.hpp     the window of configs in flight; a free GPU runs the best-ranked staged one
 //   tune/recorder.hpp   the run's record in the store
 //   tune/elites.hpp     the sanitizer gate and the re-timing after the search
 //   tune/progress.hpp   what the session reports as it goes

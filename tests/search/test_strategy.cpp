@@ -12,43 +12,13 @@
 #include "search/space.hpp"
 #include "search/strategy.hpp"
 #include "tests/catch.hpp"
+#include "tests/search/synthetic_spec.hpp"
 
 using namespace evotune;
+using evotune_test::spec_from;
+using evotune_test::spec_text;
 
 namespace {
-
-KernelSpec spec_from(const std::string& toml) {
-  return parse_spec(toml, "inline.toml", [](const std::string&) { return std::string("// source"); });
-}
-
-// Everything a spec needs besides its parameters and constraints.
-std::string spec_text(const std::string& dims, const std::string& params_and_space) {
-  return R"toml(
-[kernel]
-name = "synthetic"
-source = "k.cu"
-entry = "k"
-
-[problem]
-dims = )toml" +
-         dims + "\n" + params_and_space + R"toml(
-[launch]
-grid = ["1"]
-block = ["32"]
-
-[[arg]]
-name = "out"
-type = "f32*"
-count = "1024"
-role = "out"
-
-[reference]
-source = "ref.cu"
-entry = "ref"
-grid = ["1"]
-block = ["1"]
-)toml";
-}
 
 // 80 configs, 48 valid on N=256; BLOCK=128 and BLOCK=256 die on N=64.
 const std::string kSmallSpace = R"toml(
@@ -579,4 +549,65 @@ TEST_CASE("evo counts the children the constraints reject", "[search]") {
   REQUIRE(run.proposals.size() == 10);
   for (const Config& c : run.proposals) CHECK(space.valid(c));
   CHECK(s->invalid_draws() >= 10);
+}
+
+TEST_CASE("evo ranks configs in flight by the results so far; the baselines have no preference", "[search]") {
+  KernelSpec spec = spec_from(spec_text(R"(["M"])", kGemmSpace));
+  SearchSpace space(spec, {spec.parse_problem("M=4096", Dtype::fp16)}, DeviceTraits{});
+  const Config best_place = Config::parse("BLOCK_M=64,BLOCK_N=32,BLOCK_K=64,WARPS=2,STAGES=4,UNROLL=4");
+  REQUIRE(space.valid(best_place));
+  Landscape land{&space, indices_of(space, best_place)};
+  StrategyOptions opts;
+  opts.seed = 3;
+  auto evo = make_strategy("evo", space, opts);
+  auto rnd = make_strategy("random", space, opts);
+  // Proposed, not yet observed: nothing to rank them by.
+  std::vector<Config> proposed;
+  for (int i = 0; i < 30; ++i) proposed.push_back(*evo->propose());
+  CHECK(evo->scores(proposed).empty());
+  // Half observed: the rest are ranked as the landscape orders them, nearly.
+  std::vector<Config> open;
+  for (size_t i = 0; i < proposed.size(); ++i) {
+    if (i % 2) {
+      open.push_back(proposed[i]);
+      continue;
+    }
+    Trial t;
+    t.config = proposed[i];
+    t.status = TrialStatus::ok;
+    t.fitness = land(proposed[i]);
+    evo->observe(t);
+  }
+  const std::vector<double> s = evo->scores(open);
+  REQUIRE(s.size() == open.size());
+  CHECK(evo->scores(open) == s);  // the same results give the same ranking
+  size_t agree = 0, pairs = 0;
+  for (size_t i = 0; i < open.size(); ++i)
+    for (size_t j = i + 1; j < open.size(); ++j) {
+      if (land(open[i]) == land(open[j])) continue;
+      ++pairs;
+      if ((s[i] < s[j]) == (land(open[i]) < land(open[j]))) ++agree;
+    }
+  INFO(agree << " of " << pairs << " pairs ranked as the landscape orders them");
+  CHECK(agree > pairs * 6 / 10);
+  // A config withdrawn no longer counts as taken: the room around it is back.
+  std::vector<Config> one = {open.front()};
+  Config twin = open.front();
+  const double before = evo->scores({twin}).front();
+  for (size_t i = 1; i < open.size(); ++i) evo->withdraw(open[i]);
+  CHECK(evo->scores(one).front() <= before);
+  // Withdrawn is still proposed once only.
+  for (int i = 0; i < 200; ++i) {
+    auto c = evo->propose();
+    REQUIRE(c);
+    CHECK(std::find(open.begin(), open.end(), *c) == open.end());
+  }
+  std::vector<Config> r_open;
+  for (int i = 0; i < 3; ++i) r_open.push_back(*rnd->propose());
+  Trial t;
+  t.config = r_open[0];
+  t.status = TrialStatus::ok;
+  t.fitness = 2;
+  rnd->observe(t);
+  CHECK(rnd->scores(r_open).empty());
 }

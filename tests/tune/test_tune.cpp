@@ -2,6 +2,7 @@
 // the limits a dispatch carries, and the replay evaluator's staging and
 // simulated clock (tests/data/ holds datasets measured on an H200).
 #include <algorithm>
+#include <chrono>
 #include <future>
 
 #include "core/error.hpp"
@@ -11,6 +12,7 @@
 #include "tune/plan.hpp"
 #include "tune/replay.hpp"
 #include "tune/search.hpp"
+#include "tune/window.hpp"
 
 using namespace evotune;
 
@@ -80,9 +82,9 @@ TEST_CASE("a dispatch's limits follow the best trial", "[tune]") {
   CHECK(l.timeout_s == Approx(std::max(p.options.timeout_floor_s, p.options.timeout_factor * 2.0)));
 }
 
-TEST_CASE("the replay evaluator stages recorded trials and keeps a simulated clock", "[tune]") {
+TEST_CASE("the replay evaluator completes stagings and runs as its simulated clock reaches them", "[tune]") {
   evotune_test::TempDir t;
-  const TunePlan p = resolve_plan(replay_options(t));
+  const TunePlan p = resolve_plan(replay_options(t));  // 2 compile processes, 1 GPU
   ReplayEvaluator ev(p);
   Wakeup wake;
   const Trial* ok = nullptr;
@@ -93,26 +95,92 @@ TEST_CASE("the replay evaluator stages recorded trials and keeps a simulated clo
   }
   REQUIRE(ok);
   REQUIRE(rejected);
+  REQUIRE(ok->compile_ms != rejected->compile_ms);
+  auto is_ready = [](const auto& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
+  // Both compile at once, on the two simulated compile processes; nothing is
+  // ready until the clock moves.
+  std::future<Staged> a = ev.stage(rejected->config, wake);
+  std::future<Staged> b = ev.stage(ok->config, wake);
+  CHECK_FALSE(is_ready(a));
+  CHECK_FALSE(is_ready(b));
+  CHECK(ev.pending() == 2);
+  const double first = std::min(rejected->compile_ms, ok->compile_ms) / 1000;
+  const double second = std::max(rejected->compile_ms, ok->compile_ms) / 1000;
+  ev.wait(wake, wake.events());
+  CHECK(ev.elapsed() == Approx(first));
+  CHECK(is_ready(rejected->compile_ms < ok->compile_ms ? a : b));
+  ev.wait(wake, wake.events());
+  CHECK(ev.elapsed() == Approx(second));
   // Gated out before the GPU: finished at staging.
-  Staged s = ev.stage(rejected->config, wake).get();
+  Staged s = a.get();
   REQUIRE(s.finished);
   CHECK(s.finished->status == TrialStatus::resource_rejected);
-  // Measured on the GPU: a job, run on the slot it is given.
-  s = ev.stage(ok->config, wake).get();
+  // Measured on the GPU: a job, run on the slot it is given, for its GPU time.
+  s = b.get();
   REQUIRE_FALSE(s.finished);
-  Trial run = ev.run(std::move(s.job), 0, Limits{}, wake).get();
+  std::future<Trial> r = ev.run(std::move(s.job), 0, Limits{}, wake);
+  CHECK_FALSE(is_ready(r));
+  ev.wait(wake, wake.events());
+  REQUIRE(is_ready(r));
+  Trial run = r.get();
   CHECK(run.device == 0);
   CHECK(run.fitness == ok->fitness);
-  // A config the dataset does not hold.
+  CHECK(ev.elapsed() == Approx(second + (run.verify_ms + run.bench_ms) / 1000));
+  CHECK(ev.gpu_busy_s() == Approx((run.verify_ms + run.bench_ms) / 1000));
+  CHECK(ev.pending() == 0);
+  ev.wait(wake, wake.events());  // nothing pending: returns at once, the clock stays
+  CHECK(ev.elapsed() == Approx(second + (run.verify_ms + run.bench_ms) / 1000));
+  // A config the dataset does not hold: a constraint rejection, at once.
   Config odd = ok->config;
   odd.values["BLOCK_M"] = 12345;
-  Staged missing = ev.stage(odd, wake).get();
-  REQUIRE(missing.finished);
-  CHECK(missing.finished->status == TrialStatus::invalid);
-  // The clock: compile, then the GPU, from the proposal on.
-  CHECK(ev.elapsed() == 0);
-  ev.recorded(run, 0);
-  const double after_one = (run.compile_ms + run.verify_ms + run.bench_ms) / 1000;
-  CHECK(ev.elapsed() == Approx(after_one));
-  CHECK(ev.gpu_busy_s() == Approx((run.verify_ms + run.bench_ms) / 1000));
+  std::future<Staged> missing = ev.stage(odd, wake);
+  ev.wait(wake, wake.events());
+  Staged m = missing.get();
+  REQUIRE(m.finished);
+  CHECK(m.finished->status == TrialStatus::invalid);
+}
+
+TEST_CASE("the window grows from a short start to keep the slower stage busy, and no more", "[tune]") {
+  TunePlan p;
+  p.compile_threads = 16;
+  p.window = 32;  // twice the compile threads: the most
+  auto trial = [](double compile_ms, double gpu_ms) {
+    Trial t;
+    t.status = TrialStatus::ok;
+    t.compile_ms = compile_ms;
+    t.bench_ms = gpu_ms;
+    return t;
+  };
+  WindowSizer before(p, 1);
+  CHECK(before.window() == 8);  // nothing measured: a short start
+  // GPU-bound (0.5 s on the GPU, 0.1 s to compile): a few in flight.
+  WindowSizer gpu_bound(p, 1);
+  for (int i = 0; i < 4; ++i) gpu_bound.observe(trial(100, 500));
+  CHECK(gpu_bound.window() >= 2);
+  CHECK(gpu_bound.window() <= 4);
+  // Two GPUs take twice as many.
+  WindowSizer two_gpus(p, 2);
+  for (int i = 0; i < 4; ++i) two_gpus.observe(trial(100, 500));
+  CHECK(two_gpus.window() > gpu_bound.window());
+  // Compile-bound (1 s to compile on 16 threads, 10 ms on the GPU): every
+  // compile thread busy, under the cap.
+  // It grows by one per result from its short start.
+  WindowSizer compile_bound(p, 1);
+  compile_bound.observe(trial(1000, 10));
+  CHECK(compile_bound.window() == 9);
+  compile_bound.observe(trial(1000, 10));
+  CHECK(compile_bound.window() == 10);
+  for (int i = 0; i < 30; ++i) compile_bound.observe(trial(1000, 10));
+  CHECK(compile_bound.window() >= 16);
+  CHECK(compile_bound.window() <= 32);
+  // Constraint rejections are not measurements.
+  Trial invalid = trial(0, 0);
+  invalid.status = TrialStatus::invalid;
+  compile_bound.observe(invalid);
+  CHECK(compile_bound.window() >= 16);
+  // --window fixes it.
+  p.options.window = 5;
+  WindowSizer fixed(p, 1);
+  fixed.observe(trial(1000, 10));
+  CHECK(fixed.window() == 5);
 }

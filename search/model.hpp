@@ -1,0 +1,62 @@
+// A cheap model of the results so far, to rank candidate configs before any
+// of them is evaluated. A config is a point in [0, 1]^d: each parameter with
+// more than one value contributes its value's index in the ordered list,
+// scaled. The estimate of a point's log fitness is a distance-weighted mean
+// over its nearest measured neighbours, with each parameter weighted by the
+// share of the measured variance its values explain (so a parameter that
+// does not matter does not make neighbours far). A failed trial counts as
+// bad as the worst ok one. The room left to explore at a point is its
+// distance to the nearest config measured or in flight: configs in flight
+// leave no room around them, so a window of proposals spreads out instead
+// of asking for the same place many times. No randomness: the same trials
+// give the same scores.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/types.hpp"
+#include "search/space.hpp"
+
+namespace evotune {
+
+class Surrogate {
+ public:
+  using Point = std::vector<double>;
+
+  explicit Surrogate(const SearchSpace& space);
+
+  Point point(const Config& c) const;
+  // A measured config: its fitness when ok, nullopt when it failed.
+  void add(const Config& c, std::optional<double> fitness);
+  // Parameter weights and the failures' value from every point added so
+  // far; call after adding and before scoring.
+  void refit();
+
+  size_t size() const { return points_.size(); }
+  size_t ok_count() const { return ok_count_; }
+  // Estimated log fitness at x (lower is better); needs an ok point.
+  double predict(const Point& x) const;
+  // Distance from x to the nearest of the measured points and `pending`,
+  // in the model's weights, scaled to [0, 1].
+  double room(const Point& x, const std::vector<Point>& pending) const;
+  // Lower is more promising: predicted log fitness less `exploration` ×
+  // the spread of the measured log fitness × the room at x.
+  double score(const Point& x, const std::vector<Point>& pending, double exploration) const;
+  const std::vector<double>& weights() const { return weights_; }
+
+ private:
+  double distance2(const Point& a, const Point& b) const;
+
+  const SearchSpace& space_;
+  std::vector<size_t> dims_;  // parameters with more than one value
+  std::vector<Point> points_;
+  std::vector<std::optional<double>> log_fitness_;  // nullopt: failed
+  size_t ok_count_ = 0;
+  std::vector<double> weights_;  // per dim
+  double weight_sum_ = 1;
+  double fail_value_ = 0;  // log fitness a failure counts as
+  double spread_ = 0;      // standard deviation of the ok log fitness
+};
+
+}  // namespace evotune

@@ -1,0 +1,83 @@
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "core/spec.hpp"
+#include "search/model.hpp"
+#include "search/space.hpp"
+#include "tests/catch.hpp"
+#include "tests/search/synthetic_spec.hpp"
+
+using namespace evotune;
+
+namespace {
+
+// 64 configs: fitness depends on A (best at A=5), hardly on B; C has one value.
+const std::string kTwoParams = R"toml(
+[[param]]
+name = "A"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+default = 0
+
+[[param]]
+name = "B"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+default = 0
+
+[[param]]
+name = "C"
+values = [1]
+default = 1
+)toml";
+
+Config config(int a, int b) {
+  return Config::parse("A=" + std::to_string(a) + ",B=" + std::to_string(b) + ",C=1");
+}
+
+double fitness(int a, int b) {
+  return 1 + (a - 5) * (a - 5) + 0.01 * b;
+}
+
+struct Fitted {
+  KernelSpec spec = evotune_test::spec_from(evotune_test::spec_text(R"(["N"])", kTwoParams));
+  SearchSpace space{spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{}};
+  Surrogate model{space};
+
+  // Every other config measured (a checkerboard), A=7 failing.
+  Fitted() {
+    for (int a = 0; a < 8; ++a)
+      for (int b = (a % 2); b < 8; b += 2)
+        model.add(config(a, b), a == 7 ? std::nullopt : std::optional<double>(fitness(a, b)));
+    model.refit();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the model ranks an unmeasured config near the best above one far from it", "[search]") {
+  Fitted f;
+  REQUIRE(f.model.size() == 32);
+  REQUIRE(f.model.ok_count() == 28);
+  // A parameter of one value is no dimension.
+  CHECK(f.model.point(config(5, 2)).size() == 2);
+  // A=5 with an unmeasured B, against A=1 and A=7 (failures count as bad).
+  const double near_best = f.model.predict(f.model.point(config(5, 2)));
+  CHECK(near_best < f.model.predict(f.model.point(config(1, 2))));
+  CHECK(near_best < f.model.predict(f.model.point(config(7, 0))));
+  CHECK(near_best < std::log(fitness(3, 0)));
+  // A explains the variance, B almost none of it.
+  REQUIRE(f.model.weights().size() == 2);
+  CHECK(f.model.weights()[0] > 3 * f.model.weights()[1]);
+}
+
+TEST_CASE("configs measured or in flight leave no room to explore around them", "[search]") {
+  Fitted f;
+  const Surrogate::Point measured = f.model.point(config(0, 0));
+  const Surrogate::Point open = f.model.point(config(0, 1));
+  CHECK(f.model.room(measured, {}) == 0);
+  CHECK(f.model.room(open, {}) > 0);
+  CHECK(f.model.room(open, {open}) == 0);
+  // So the same prediction scores worse once a config in flight sits there.
+  CHECK(f.model.score(open, {open}, 2.0) > f.model.score(open, {}, 2.0));
+  CHECK(f.model.score(open, {}, 0.0) == f.model.predict(open));
+}
