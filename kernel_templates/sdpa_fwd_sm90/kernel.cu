@@ -39,7 +39,7 @@
 //    different CTAs; each writes its unnormalised O, row max and row sum to
 //    `workspace`, and the warpgroup arriving last at the tile's counter (in
 //    `counters`, re-armed for the next launch) merges them. Causal units run
-//    longest first. PERSISTENT=1 launches one CTA per SM that loops over the
+//    longest first. PERSISTENT=1 launches CTAS_PER_SM CTAs per SM that loop over the
 //    units in a fixed stride (the producer runs ahead into the next unit's
 //    loads), 2 the same with each CTA taking the next unit from a global
 //    counter when it is ready for one; 0 launches one CTA per unit. The
@@ -50,9 +50,17 @@
 //    in sections of that many heads, so the CTAs running at once share a few
 //    heads' K and V in L2 instead of streaming every head's from memory.
 //
+//    UNIT_OVERLAP=1 (persistent) runs a CTA's units as one stream of key
+//    tiles: the next unit's first Q·Kᵀ is issued beside this unit's last
+//    P·V, so neither the epilogue nor a unit's first softmax leaves the
+//    tensor cores waiting. CTAS_PER_SM=2 (one-warp producers) keeps two CTAs
+//    on each SM (and launches two per SM when persistent), so one CTA's
+//    softmax and epilogue run under the other's GEMMs without ping-pong.
+//
 // Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
 // PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
-// PERSISTENT, L2_HEADS. Problem: HEAD_DIM (64, 128, 256), IS_CAUSAL.
+// PERSISTENT, L2_HEADS, UNIT_OVERLAP, CTAS_PER_SM. Problem: HEAD_DIM (64,
+// 128, 256), IS_CAUSAL.
 
 #include "evotune_ptx.cuh"
 #include "evotune_sm90.cuh"
@@ -99,6 +107,12 @@
 #ifndef L2_HEADS
 #define L2_HEADS 0
 #endif
+#ifndef UNIT_OVERLAP
+#define UNIT_OVERLAP 0
+#endif
+#ifndef CTAS_PER_SM
+#define CTAS_PER_SM 1
+#endif
 
 namespace sdpa_sm90 {
 
@@ -143,6 +157,8 @@ static_assert(kCWG >= 1 && kCWG <= 3, "1 to 3 consumer warpgroups");
 static_assert(PRODUCER == 0 || kCWG >= 2, "a producer warpgroup hands registers to 2 or 3 consumer warpgroups");
 static_assert(!kPingPong || (kCWG == 2 && OVERLAP == 1), "ping-pong: two overlapped consumer warpgroups");
 static_assert(STAGES >= 2 && STAGES <= 4, "2..4 stages");
+static_assert(CTAS_PER_SM == 1 || (CTAS_PER_SM == 2 && PRODUCER == 0), "two CTAs per SM: one-warp producers");
+static_assert(!UNIT_OVERLAP || (OVERLAP == 1 && PERSISTENT > 0), "unit overlap: overlapped persistent CTAs");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 
 struct Problem {
@@ -478,6 +494,59 @@ struct Consumer {
     if constexpr (kPingPong) evotune_sm90::named_bar_arrive(kBarTurn + (wg ^ 1), 256);
   }
 
+  // The overlapped loop's three parts. first: S of a unit's first key tile
+  // (stage ring) alone, then its softmax.
+  __device__ __forceinline__ void first(float (&s)[kSAcc], const Ring& ring, const Work& w, RowState& rs,
+                                        float (&alpha)[2]) {
+    using namespace evotune_sm90;
+    turn_begin();
+    mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+    issue_s(s, ring.stage);
+    turn_end();
+    wgmma_wait<0>();
+    fence_all(s);
+    release(sm.k_empty + 8 * ring.stage);
+    if (!Q_IN_REGS && w.t_end - w.t_begin == 1) release(sm.q_empty);
+    if (w.t_begin >= w.mask_from) mask(s, w, w.t_begin);
+    softmax(s, rs, alpha);
+  }
+
+  // step: S of key tile t of unit w (stage ring) issued beside P·V of the
+  // tile before (stage prev, P in pf), then the softmax of S (row state rs)
+  // while P·V runs; returns when P·V has completed. The tile before may be
+  // the previous unit's last (UNIT_OVERLAP).
+  __device__ __forceinline__ void step(float (&s)[kSAcc], float (&o)[kOAcc], unsigned (&pf)[kPK][4], const Ring& ring,
+                                       const Ring& prev, const Work& w, int t, RowState& rs, float (&alpha)[2]) {
+    using namespace evotune_sm90;
+    turn_begin();
+    mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+    issue_s(s, ring.stage);
+    mbar_wait(sm.v_full + 8 * prev.stage, prev.phase);
+    issue_pv(o, pf, sm, prev.stage);
+    turn_end();
+    wgmma_wait<1>();
+    fence_all(s);
+    release(sm.k_empty + 8 * ring.stage);
+    if (!Q_IN_REGS && t == w.t_end - 1) release(sm.q_empty);
+    if (t >= w.mask_from) mask(s, w, t);
+    softmax(s, rs, alpha);
+    wgmma_wait<0>();
+    fence_all(o);
+    release(sm.v_empty + 8 * prev.stage);
+  }
+
+  // drain: P·V of the last tile (stage ring) alone.
+  __device__ __forceinline__ void drain(float (&o)[kOAcc], unsigned (&pf)[kPK][4], const Ring& ring) {
+    using namespace evotune_sm90;
+    turn_begin();
+    mbar_wait(sm.v_full + 8 * ring.stage, ring.phase);
+    issue_pv(o, pf, sm, ring.stage);
+    turn_end();
+    wgmma_wait<0>();
+    fence_all(o);
+    release(sm.v_empty + 8 * ring.stage);
+  }
+
   // The key tiles of one unit: O and the row state accumulate; Q is released
   // once its last use has completed, every stage once its P·V has.
   __device__ __forceinline__ void attend(float (&o)[kOAcc], RowState& rs, const Work& w, Ring& ring) {
@@ -487,46 +556,16 @@ struct Consumer {
     float alpha[2];
     const int n = w.t_end - w.t_begin;
     if constexpr (OVERLAP) {
-      turn_begin();
-      mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
-      issue_s(s, ring.stage);
-      turn_end();
-      wgmma_wait<0>();
-      fence_all(s);
-      release(sm.k_empty + 8 * ring.stage);
-      if (!Q_IN_REGS && n == 1) release(sm.q_empty);
-      if (w.t_begin >= w.mask_from) mask(s, w, w.t_begin);
-      softmax(s, rs, alpha);
+      first(s, ring, w, rs, alpha);
       pack_p(s, pf);
       for (int i = 1; i < n; ++i) {
-        Ring prev = ring;
+        const Ring prev = ring;
         ring.next();
-        turn_begin();
-        mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
-        issue_s(s, ring.stage);
-        mbar_wait(sm.v_full + 8 * prev.stage, prev.phase);
-        issue_pv(o, pf, sm, prev.stage);
-        turn_end();
-        wgmma_wait<1>();
-        fence_all(s);
-        release(sm.k_empty + 8 * ring.stage);
-        if (!Q_IN_REGS && i == n - 1) release(sm.q_empty);
-        const int t = w.t_begin + i;
-        if (t >= w.mask_from) mask(s, w, t);
-        softmax(s, rs, alpha);
-        wgmma_wait<0>();
-        fence_all(o);
-        release(sm.v_empty + 8 * prev.stage);
+        step(s, o, pf, ring, prev, w, w.t_begin + i, rs, alpha);
         rescale(o, alpha);
         pack_p(s, pf);
       }
-      turn_begin();
-      mbar_wait(sm.v_full + 8 * ring.stage, ring.phase);
-      issue_pv(o, pf, sm, ring.stage);
-      turn_end();
-      wgmma_wait<0>();
-      fence_all(o);
-      release(sm.v_empty + 8 * ring.stage);
+      drain(o, pf, ring);
       ring.next();
     } else {
       for (int i = 0; i < n; ++i) {
@@ -630,39 +669,131 @@ struct Consumer {
     }
   }
 
+  // The next unit the producer handed over with its Q tile, ready to attend
+  // (Q fragments loaded where kept): false when none is left. A unit without
+  // key tiles (its queries see no key) is finished here: O = 0.
+  __device__ __forceinline__ bool take(Work& w, unsigned& q_phase, evotune_elem_t* __restrict__ O,
+                                       unsigned* counters) {
+    for (;;) {
+      evotune_sm90::mbar_wait(sm.q_full, q_phase);
+      q_phase ^= 1u;
+      const int u = *unit_slot(counters);
+      if (u >= p.units) return false;
+      w = decode(p, u);
+      if (w.t_end > w.t_begin) {
+        if (Q_IN_REGS) {
+          load_q_fragments();
+          release(sm.q_empty);
+        }
+        return true;
+      }
+      release(sm.q_empty);
+      store_zero(w, O);
+    }
+  }
+
+  __device__ __forceinline__ void store_zero(const Work& w, evotune_elem_t* __restrict__ O) const {
+    const int g = lane >> 2, c = lane & 3;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = w.m0 + wg * 64 + warp * 16 + g + 8 * h;
+      if (r >= p.L) continue;
+      evotune_elem_t* dst = O + (size_t)(w.row_base + r) * kD + 2 * c;
+#pragma unroll
+      for (int j = 0; j < kOAcc / 4; ++j) *reinterpret_cast<unsigned*>(dst + 8 * j) = 0u;
+    }
+  }
+
+  // A unit's epilogue: the row sums reduced across the quad, the key splits
+  // merged, O normalised and stored.
+  __device__ __forceinline__ void finish(float (&o)[kOAcc], RowState& rs, const Work& w,
+                                         evotune_elem_t* __restrict__ O, float* workspace, unsigned* counters,
+                                         volatile int* last_flags) const {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      rs.l[h] += __shfl_xor_sync(0xffffffffu, rs.l[h], 1);
+      rs.l[h] += __shfl_xor_sync(0xffffffffu, rs.l[h], 2);
+    }
+    if (SPLIT_KV > 1 && w.nsplit > 1 && !merge_splits(o, rs, w, workspace, split_arrivals(counters), last_flags + wg))
+      return;
+    store(o, rs, w, O);
+  }
+
+  __device__ __forceinline__ static void zero(float (&o)[kOAcc], RowState& rs) {
+#pragma unroll
+    for (int i = 0; i < kOAcc; ++i) o[i] = 0.f;
+    rs = RowState{{neg_inf(), neg_inf()}, {0.f, 0.f}};
+  }
+
+  // One unit after the other: each drains its last P·V and stores O before
+  // the next unit's first Q·Kᵀ.
+  __device__ __forceinline__ void run_units(evotune_elem_t* __restrict__ O, float* workspace, unsigned* counters,
+                                            volatile int* last_flags) {
+    Ring ring;
+    unsigned q_phase = 0;
+    Work w;
+    while (take(w, q_phase, O, counters)) {
+      float o[kOAcc];
+      RowState rs;
+      zero(o, rs);
+      attend(o, rs, w, ring);
+      finish(o, rs, w, O, workspace, counters, last_flags);
+    }
+  }
+
+  // UNIT_OVERLAP: the units as one stream of key tiles. The next unit's first
+  // Q·Kᵀ is issued beside this unit's last P·V, its softmax runs under it,
+  // and this unit's epilogue follows; the tensor cores never wait for an
+  // epilogue or a unit's first softmax.
+  __device__ __forceinline__ void run_chained(evotune_elem_t* __restrict__ O, float* workspace, unsigned* counters,
+                                              volatile int* last_flags) {
+    Ring ring;
+    unsigned q_phase = 0;
+    Work w;
+    if (!take(w, q_phase, O, counters)) return;
+    float o[kOAcc];
+    float s[kSAcc];
+    unsigned pf[kPK][4];
+    float alpha[2];
+    RowState rs;
+    zero(o, rs);
+    first(s, ring, w, rs, alpha);
+    pack_p(s, pf);
+    int t = w.t_begin + 1;
+    for (;;) {
+      const Ring prev = ring;
+      if (t < w.t_end) {
+        ring.next();
+        step(s, o, pf, ring, prev, w, t, rs, alpha);
+        rescale(o, alpha);
+        pack_p(s, pf);
+        ++t;
+        continue;
+      }
+      Work next;
+      if (!take(next, q_phase, O, counters)) break;
+      ring.next();
+      RowState rn{{neg_inf(), neg_inf()}, {0.f, 0.f}};
+      step(s, o, pf, ring, prev, next, next.t_begin, rn, alpha);
+      finish(o, rs, w, O, workspace, counters, last_flags);
+      zero(o, rs);
+      rs = rn;
+      w = next;
+      pack_p(s, pf);
+      t = w.t_begin + 1;
+    }
+    drain(o, pf, ring);
+    finish(o, rs, w, O, workspace, counters, last_flags);
+  }
+
   __device__ __forceinline__ void run(evotune_elem_t* __restrict__ O, float* workspace, unsigned* counters,
                                       volatile int* last_flags) {
     using namespace evotune_sm90;
-    Ring ring;
-    unsigned q_phase = 0;
     if (kPingPong && wg == 1) named_bar_arrive(kBarTurn + 0, 256);  // warpgroup 0 goes first
-    for (;;) {
-      mbar_wait(sm.q_full, q_phase);
-      q_phase ^= 1u;
-      const int u = *unit_slot(counters);
-      if (u >= p.units) break;
-      const Work w = decode(p, u);
-      float o[kOAcc];
-#pragma unroll
-      for (int i = 0; i < kOAcc; ++i) o[i] = 0.f;
-      RowState rs{{neg_inf(), neg_inf()}, {0.f, 0.f}};
-      if (Q_IN_REGS) {
-        load_q_fragments();
-        release(sm.q_empty);
-      }
-      if (w.t_end > w.t_begin)
-        attend(o, rs, w, ring);
-      else if (!Q_IN_REGS)
-        release(sm.q_empty);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        rs.l[h] += __shfl_xor_sync(0xffffffffu, rs.l[h], 1);
-        rs.l[h] += __shfl_xor_sync(0xffffffffu, rs.l[h], 2);
-      }
-      if (SPLIT_KV > 1 && w.nsplit > 1 && !merge_splits(o, rs, w, workspace, split_arrivals(counters), last_flags + wg))
-        continue;
-      store(o, rs, w, O);
-    }
+    if constexpr (UNIT_OVERLAP)
+      run_chained(O, workspace, counters, last_flags);
+    else
+      run_units(O, workspace, counters, last_flags);
     // The turn that warpgroup 1 hands over after its last GEMMs: taken, so
     // that every arrival on a named barrier is matched.
     if (kPingPong && wg == 0) named_bar_sync(kBarTurn + 0, 256);
@@ -671,7 +802,7 @@ struct Consumer {
 
 }  // namespace sdpa_sm90
 
-extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, 1)
+extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     sdpa_fwd_sm90(const __grid_constant__ EvotuneTmap tm_q, const __grid_constant__ EvotuneTmap tm_k,
                   const __grid_constant__ EvotuneTmap tm_v, const evotune_elem_t* __restrict__ Q,
                   const evotune_elem_t* __restrict__ K, const evotune_elem_t* __restrict__ V,

@@ -254,6 +254,9 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"sdpa_fwd_sm90", {"B=4,H=16,HKV=4,S=333,SKV=517,D=128,CAUSAL=1"}, "bf16"},
       {"sdpa_fwd_sm90", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "fp16"},
       {"sdpa_fwd_sm90", {"B=2,H=3,S=200,D=256"}, "fp16"},
+      // More units than SMs, the first query tile of each head seeing no key
+      // (S > SKV, causal): persistent CTAs run empty units between full ones.
+      {"sdpa_fwd_sm90", {"B=8,H=16,HKV=4,S=300,SKV=100,D=64,CAUSAL=1"}, "fp16"},
   };
   for (const auto& c : cases) {
     TempDir t;
@@ -287,6 +290,12 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"PERSISTENT", 2}},
                                                 {{"L2_HEADS", 2}},
                                                 {{"L2_HEADS", 4}, {"PERSISTENT", 1}},
+                                                {{"UNIT_OVERLAP", 1}, {"PERSISTENT", 1}},
+                                                {{"UNIT_OVERLAP", 1}, {"PERSISTENT", 2}},
+                                                {{"UNIT_OVERLAP", 1}, {"PINGPONG", 1}},
+                                                {{"UNIT_OVERLAP", 1}, {"Q_IN_REGS", 1}},
+                                                {{"CTAS_PER_SM", 2}},
+                                                {{"CTAS_PER_SM", 2}, {"PERSISTENT", 2}},
                                                 {{"SCHEDULE", 1}},
                                                 {{"L2_HINT", 2}},
                                                 {{"L2_HINT", 3}},
