@@ -39,16 +39,17 @@
 //    different CTAs; each writes its unnormalised O, row max and row sum to
 //    `workspace`, and the warpgroup arriving last at the tile's counter (in
 //    `counters`, re-armed for the next launch) merges them. Causal units run
-//    longest first. PERSISTENT=1 launches CTAS_PER_SM CTAs per SM that loop over the
-//    units in a fixed stride (the producer runs ahead into the next unit's
-//    loads), 2 the same with each CTA taking the next unit from a global
-//    counter when it is ready for one; 0 launches one CTA per unit. The
-//    producer hands each unit to the consumers with its Q tile: it writes the
-//    unit to the CTA's slot in `counters` before the arrival on the tile's
-//    mbarrier (a global slot: compute-sanitizer's racecheck does not follow
-//    a shared-memory handover through an mbarrier). L2_HEADS > 0 orders the units
-//    in sections of that many heads, so the CTAs running at once share a few
-//    heads' K and V in L2 instead of streaming every head's from memory.
+//    longest first. PERSISTENT=1 launches CTAS_PER_SM CTAs per SM that loop
+//    over the units in a fixed stride (the producer runs ahead into the next
+//    unit's loads), 2 the same with each CTA taking the next unit from a
+//    global counter when it is ready for one; 0 launches one CTA per unit.
+//    The producer hands each unit to the consumers with its Q tile: it writes
+//    the unit to the CTA's slot in `counters` before the arrival on the
+//    tile's mbarrier (a global slot: compute-sanitizer's racecheck does not
+//    follow a shared-memory handover through an mbarrier). L2_HEADS > 0
+//    orders the units in sections of that many heads, so the CTAs running at
+//    once share a few heads' K and V in L2 instead of streaming every head's
+//    from memory.
 //
 //    UNIT_OVERLAP=1 (persistent) runs a CTA's units as one stream of key
 //    tiles: the next unit's first Q·Kᵀ is issued beside this unit's last

