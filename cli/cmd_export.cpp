@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,8 @@
 #include "store/store.hpp"
 
 namespace evotune {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -75,15 +78,29 @@ void add_export_commands(CLI::App& app, Context& ctx) {
   {
     auto run = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
-    auto* cmd = app.add_subcommand("report",
-                                   "Write a Markdown report of a run: top line vs the default, convergence, failures");
+    auto* cmd = app.add_subcommand(
+        "report",
+        "Write a Markdown report of a run (top line vs the default, convergence, the parameters that mattered, "
+        "failures by status) and, with -o, its plots as SVG beside it");
     cmd->add_option("run", *run, "run id, or 'last'")->required();
-    cmd->add_option("-o,--output", *out, "file to write (default: standard output)");
+    cmd->add_option("-o,--output", *out,
+                    "Markdown file to write, e.g. reports/summary.md; its plots go beside it as "
+                    "summary-convergence.svg and summary-elites.svg (default: the Markdown alone to standard output)");
+    cmd->footer("\nExample: evotune report last -o reports/summary.md");
     cmd->callback([&ctx, run, out] {
       ctx.action = [&ctx, run, out] {
         long long id = parse_run_ref(*run, ctx.db_path);
         Store s = Store::open(ctx.db_path, Store::Mode::read_only);
-        write_output(*out, report_markdown(s, require_run(s, id, ctx.db_path)));
+        const RunInfo r = require_run(s, id, ctx.db_path);
+        if (out->empty() || *out == "-") {
+          write_output(*out, report_markdown(s, r));
+          return kExitOk;
+        }
+        const fs::path md(*out);
+        if (md.has_parent_path()) fs::create_directories(md.parent_path());
+        Report rep = make_report(s, r, md.stem().string());
+        for (const auto& [name, text] : rep.plots) write_output((md.parent_path() / name).string(), text);
+        write_output(*out, rep.markdown);
         return kExitOk;
       };
     });

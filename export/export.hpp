@@ -24,9 +24,20 @@ enum class ExportFormat { header, json, launch, dataset };
 // run), and for a launch document when the kernel changed since the run.
 std::string export_run(const Store& s, const RunInfo& run, ExportFormat format);
 
-// A Markdown report of a run: the run's facts, the top line (default config
-// and elites: latency, TFLOP/s, speedup, errors, resources), convergence and
-// the failed trials.
+// A report of a run: the run's facts, the top line (default config and
+// elites: latency, TFLOP/s, speedup, errors, resources), convergence, the
+// parameters that mattered and the failed trials by status, in Markdown;
+// with a plot stem, also its plots as SVG documents (`STEM-convergence.svg`,
+// every trial by its order coloured by status with the best so far;
+// `STEM-elites.svg`, the elites against the default config), which the
+// Markdown links by those names: written beside it, they show where it is
+// rendered.
+struct Report {
+  std::string markdown;
+  std::vector<std::pair<std::string, std::string>> plots;  // file name, SVG text
+};
+Report make_report(const Store& s, const RunInfo& run, const std::string& plot_stem);
+// The Markdown alone (no plots).
 std::string report_markdown(const Store& s, const RunInfo& run);
 
 struct ExportInput {

@@ -1,5 +1,6 @@
-// report_markdown: a run as a Markdown page — what ran where, the top line
-// against the default config, convergence, and the trials that failed.
+// The report: a run as a Markdown page — what ran where, the top line
+// against the default config, convergence, the parameters that mattered and
+// the trials that failed — with its plots as SVG files beside it.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "core/strings.hpp"
 #include "export/export.hpp"
 #include "export/run_spec.hpp"
+#include "export/svg.hpp"
 
 namespace evotune {
 
@@ -86,10 +88,83 @@ void write_top_line(std::ostream& md, const RunInfo& r, const KernelSpec& spec, 
   if (elites.empty()) md << "\nNo trial passed every gate.\n";
 }
 
+const char* status_color(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::ok: return "#1b9e77";
+    case TrialStatus::incorrect: return "#d95f02";
+    case TrialStatus::compile_error: return "#7570b3";
+    case TrialStatus::resource_rejected: return "#999999";
+    case TrialStatus::crashed: return "#e7298a";
+    case TrialStatus::timeout: return "#e6ab02";
+    case TrialStatus::launch_error: return "#a6761d";
+    case TrialStatus::invalid: return "#666666";
+  }
+  return "#666666";
+}
+
+std::string problems_text(const RunInfo& r) {
+  std::vector<std::string> probs;
+  for (const auto& p : r.problems) probs.push_back(p.canonical());
+  return join(probs, "; ") + " " + r.dtype;
+}
+
+// Every trial by its order in the run: correct ones at their p50, the others
+// in a band above, coloured by status; the best so far as a line.
+std::string convergence_svg(const RunInfo& r, const std::vector<Trial>& trials) {
+  svg::ScatterChart c;
+  c.title = "run " + std::to_string(r.id) + ": " + r.kernel + " on " + problems_text(r);
+  c.x_label = "trial";
+  c.y_label = "p50 µs";
+  c.band_label = "failed";
+  std::map<TrialStatus, svg::Series> by_status;
+  svg::Series best{"best so far", "#222222", svg::Series::Kind::step, {}};
+  double lo = 0, hi = 0, b = 0;
+  for (const auto& t : trials) {
+    svg::Series& s = by_status[t.status];
+    if (s.name.empty()) {
+      s.color = status_color(t.status);
+      s.kind = t.ok() ? svg::Series::Kind::dots : svg::Series::Kind::band;
+    }
+    s.points.push_back({static_cast<double>(t.seq), t.ok() ? t.fitness : 0});
+    s.name = to_string(t.status) + " (" + std::to_string(s.points.size()) + ")";
+    if (!t.ok() || !(t.fitness > 0)) continue;
+    lo = lo == 0 ? t.fitness : std::min(lo, t.fitness);
+    hi = std::max(hi, t.fitness);
+    if (b == 0 || t.fitness < b) {
+      b = t.fitness;
+      best.points.push_back({static_cast<double>(t.seq), b});
+    }
+  }
+  c.log_y = lo > 0 && hi / lo > 4;
+  for (auto& [st, s] : by_status) c.series.push_back(std::move(s));
+  c.series.push_back(std::move(best));
+  return svg::scatter(c);
+}
+
+// The default config and the elites (and the baselines, when measured) by
+// the time the top line ranks them.
+std::string elites_svg(const RunInfo& r, const std::vector<Trial>& elites, const std::optional<Trial>& def) {
+  svg::BarChart c;
+  c.title = "run " + std::to_string(r.id) + ": elites against the default config";
+  c.x_label = "p50 µs in the search (geometric mean over problems), as the top line's \"vs default\"";
+  const double base = def && def->ok() ? def->fitness : 0;
+  auto note = [&](double us) { return fmt_us(us) + " µs" + (base > 0 ? " · " + fmt_ratio(base / us) : ""); };
+  if (base > 0) c.bars.push_back({"default config", base, "#999999", note(base)});
+  int rank = 0;
+  for (const auto& e : elites) {
+    const double us = e.fitness;
+    c.bars.push_back({"elite #" + std::to_string(++rank) + " (trial " + std::to_string(e.seq) + ")", us, "#1b9e77",
+                      note(us)});
+  }
+  return svg::bars(c);
+}
+
 // The best fitness after 1, 2, 4, 8, ... trials, and after the last.
-void write_convergence(std::ostream& md, const std::vector<Trial>& trials) {
-  md << "\n## Convergence\n\nBest p50 (geometric mean over problems) after N trials:\n\n| trials | best µs "
-        "|\n|---|---|\n";
+void write_convergence(std::ostream& md, const std::vector<Trial>& trials, const std::string& plot) {
+  md << "\n## Convergence\n\n";
+  if (!plot.empty())
+    md << "![every trial by its order, coloured by status, and the best so far](" << plot << ")\n\n";
+  md << "Best p50 (geometric mean over problems) after N trials:\n\n| trials | best µs |\n|---|---|\n";
   double best = 0;
   size_t next = 1;
   for (size_t i = 0; i < trials.size(); ++i) {
@@ -101,34 +176,107 @@ void write_convergence(std::ostream& md, const std::vector<Trial>& trials) {
   }
 }
 
-void write_failures(std::ostream& md, const std::vector<Trial>& trials) {
-  std::vector<const Trial*> failed;
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Per parameter, the median p50 of the correct trials with each value (values
+// with at least two trials): the best and the worst value, and their ratio.
+// Parameters in order of that ratio, the ones that did not vary left out.
+void write_parameters(std::ostream& md, const KernelSpec& spec, const std::vector<Trial>& trials) {
+  struct Row {
+    std::string name;
+    int64_t best_v, worst_v;
+    double best, worst;
+    size_t best_n, worst_n;
+  };
+  std::vector<Row> rows;
+  for (const auto& param : spec.params) {
+    std::map<int64_t, std::vector<double>> by_value;
+    for (const auto& t : trials) {
+      auto it = t.config.values.find(param.name);
+      if (t.ok() && t.fitness > 0 && it != t.config.values.end()) by_value[it->second].push_back(t.fitness);
+    }
+    std::optional<Row> row;
+    for (const auto& [v, xs] : by_value) {
+      if (xs.size() < 2) continue;
+      const double m = median(xs);
+      if (!row) {
+        row = Row{param.name, v, v, m, m, xs.size(), xs.size()};
+        continue;
+      }
+      if (m < row->best) row->best = m, row->best_v = v, row->best_n = xs.size();
+      if (m > row->worst) row->worst = m, row->worst_v = v, row->worst_n = xs.size();
+    }
+    if (row && row->best_v != row->worst_v) rows.push_back(*row);
+  }
+  if (rows.empty()) return;
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.worst / a.best > b.worst / b.best; });
+  md << "\n## Parameters that mattered\n\nThe median p50 of the correct trials with each value of a parameter "
+        "(values tried at least twice), its best and worst value, and their ratio. A marginal view: parameters "
+        "interact, and the search tried good values more often.\n\n"
+        "| parameter | best value | median µs (trials) | worst value | median µs (trials) | worst / best |\n"
+        "|---|---|---|---|---|---|\n";
+  for (const auto& r : rows)
+    md << "| " << r.name << " | " << r.best_v << " | " << fmt_us(r.best) << " (" << r.best_n << ") | " << r.worst_v
+       << " | " << fmt_us(r.worst) << " (" << r.worst_n << ") | " << fmt_ratio(r.worst / r.best) << " |\n";
+}
+
+// Failed trials grouped by status: how many, and the first three of each.
+void write_failures(std::ostream& md, const RunInfo& r, const std::vector<Trial>& trials) {
+  std::map<TrialStatus, std::vector<const Trial*>> by_status;
   for (const auto& t : trials)
-    if (!t.ok()) failed.push_back(&t);
-  if (failed.empty()) return;
-  md << "\n## Failed trials\n\n| trial | status | error | config |\n|---|---|---|---|\n";
-  for (const Trial* t : failed) {
-    std::string e = t->error;
-    for (char& c : e)
-      if (c == '\n' || c == '|') c = ' ';
-    if (e.size() > 160) e = e.substr(0, 157) + "...";
-    md << "| " << t->seq << " | " << to_string(t->status) << " | " << e << " | `" << t->config.canonical() << "` |\n";
+    if (!t.ok()) by_status[t.status].push_back(&t);
+  if (by_status.empty()) return;
+  md << "\n## Failed trials by status\n\n| status | trials | first trials |\n|---|---|---|\n";
+  for (const auto& [st, ts] : by_status) {
+    std::vector<std::string> seqs;
+    for (size_t i = 0; i < ts.size() && i < 10; ++i) seqs.push_back(std::to_string(ts[i]->seq));
+    md << "| " << to_string(st) << " | " << ts.size() << " | " << join(seqs, ", ") << (ts.size() > 10 ? ", ..." : "")
+       << " |\n";
+  }
+  for (const auto& [st, ts] : by_status) {
+    md << "\n### " << to_string(st) << "\n\n| trial | error | config |\n|---|---|---|\n";
+    for (size_t i = 0; i < ts.size() && i < 3; ++i) {
+      std::string e = ts[i]->error;
+      for (char& c : e)
+        if (c == '\n' || c == '|') c = ' ';
+      if (e.size() > 200) e = e.substr(0, 197) + "...";
+      md << "| " << ts[i]->seq << " | " << e << " | `" << ts[i]->config.canonical() << "` |\n";
+    }
+    if (ts.size() > 3) md << "\n" << ts.size() - 3 << " more: `evotune trials " << r.id << " --status " << to_string(st) << "`.\n";
   }
 }
 
 }  // namespace
 
-std::string report_markdown(const Store& s, const RunInfo& r) {
+Report make_report(const Store& s, const RunInfo& r, const std::string& plot_stem) {
   KernelSpec spec = stored_run_spec(r);
   std::vector<Trial> trials = s.trials(r.id);
   std::vector<Trial> elites = s.elites(r.id);
   std::optional<Trial> def = r.default_trial_id ? s.trial(*r.default_trial_id) : std::nullopt;
+  Report rep;
+  std::string conv, top;
+  if (!plot_stem.empty()) {
+    conv = plot_stem + "-convergence.svg";
+    top = plot_stem + "-elites.svg";
+    rep.plots.push_back({conv, convergence_svg(r, trials)});
+    rep.plots.push_back({top, elites_svg(r, elites, def)});
+  }
   std::ostringstream md;
   write_summary(md, r, trials);
   write_top_line(md, r, spec, elites, def);
-  write_convergence(md, trials);
-  write_failures(md, trials);
-  return md.str();
+  if (!top.empty() && !elites.empty()) md << "\n![the elites against the default config](" << top << ")\n";
+  write_convergence(md, trials, conv);
+  write_parameters(md, spec, trials);
+  write_failures(md, r, trials);
+  rep.markdown = md.str();
+  return rep;
 }
+
+std::string report_markdown(const Store& s, const RunInfo& r) { return make_report(s, r, "").markdown; }
 
 }  // namespace evotune

@@ -14,8 +14,10 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "core/strings.hpp"
 #include "kernel_templates/registry.hpp"
@@ -478,4 +480,70 @@ TEST_CASE("replay --gpus N simulates N GPUs", "[replay][gpus]") {
     if (tr.device >= 0) devices.insert(tr.device);  // those that reached a GPU
   CHECK(devices == std::set<int>{0, 1, 2});
   CHECK(nlohmann::json::parse(s.run(1)->options_json).at("gpus") == 3);
+}
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t count_of(const std::string& s, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + part.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("report -o writes the Markdown with its plots beside it: every trial a point, failures by status",
+          "[replay][report]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "rep.db").string();
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "150", "--seed", "5"}) == 0);
+  const fs::path md = t.path / "reports" / "summary.md";  // the folder does not exist yet
+  std::string log;
+  REQUIRE(run_cli({"--db", db, "report", "last", "-o", md.string()}, &log) == 0);
+  INFO(log);
+  const std::string text = read_text(md);
+  const std::string conv = read_text(t.path / "reports" / "summary-convergence.svg");
+  const std::string elites = read_text(t.path / "reports" / "summary-elites.svg");
+  CHECK(text.find("![every trial by its order, coloured by status, and the best so far](summary-convergence.svg)") !=
+        std::string::npos);
+  CHECK(text.find("(summary-elites.svg)") != std::string::npos);
+
+  Store s = Store::open(db, Store::Mode::read_only);
+  std::map<std::string, size_t> by_status;
+  for (const Trial& tr : s.trials(1)) ++by_status[to_string(tr.status)];
+  REQUIRE(by_status.size() >= 2);  // the dataset has failures to show
+  // One dot per trial, failed ones included (in the band above the plot),
+  // and each status in the legend with its count.
+  CHECK(count_of(conv, "<circle") == 150);
+  for (const auto& [st, n] : by_status) {
+    CHECK(conv.find(">" + st + " (" + std::to_string(n) + ")<") != std::string::npos);
+    if (st != "ok") CHECK(text.find("| " + st + " | " + std::to_string(n) + " |") != std::string::npos);
+  }
+  CHECK(conv.rfind("<svg", 0) == 0);
+  CHECK(conv.find("</svg>") != std::string::npos);
+  CHECK(conv.find("<path fill=\"none\" stroke=\"#222222\"") != std::string::npos);  // the best so far
+  // The six elites, and the default config with each one's speedup over it
+  // where the default was measured correct.
+  CHECK(count_of(elites, ">elite #") == 6);
+  std::optional<Trial> def = s.run(1)->default_trial_id ? s.trial(*s.run(1)->default_trial_id) : std::nullopt;
+  INFO("default trial: " << (def ? to_string(def->status) : "none"));
+  const bool def_ok = def && def->ok();
+  CHECK((elites.find(">default config<") != std::string::npos) == def_ok);
+  CHECK(count_of(elites, "x</text>") == (def_ok ? 7u : 0u));
+  // The synthetic times grow with every parameter's distance from the middle
+  // of its values, so each parameter is in the table.
+  CHECK(text.find("## Parameters that mattered") != std::string::npos);
+  CHECK(text.find("| BLOCK_M |") != std::string::npos);
+  // Plots are written only with -o; the Markdown alone goes to stdout.
+  REQUIRE(run_cli({"--db", db, "report", "1"}, &log) == 0);
+  CHECK(log.find("# evotune report: run 1") != std::string::npos);
+  CHECK(log.find(".svg)") == std::string::npos);
 }

@@ -125,7 +125,18 @@ TEST_CASE("export_run reads the winner, the correct trials and the default from 
   CHECK(contains(report, "# evotune report: run " + std::to_string(r.id) + ", gemm"));
   CHECK(contains(report, "| trials | 3 (compile_error 1, ok 2) |"));
   CHECK(contains(report, "| elite #1 | " + std::to_string(best.seq) + " |"));
-  CHECK(contains(report, "## Failed trials"));
+  CHECK(contains(report, "## Failed trials by status"));
+  // With a plot stem: the same Markdown linking its two plots; the elites'
+  // plot carries the default config and the winner's speedup over it.
+  Report rep = make_report(s, r, "summary");
+  CHECK(rep.markdown.substr(0, report.size() / 2) == report.substr(0, report.size() / 2));
+  REQUIRE(rep.plots.size() == 2);
+  CHECK(rep.plots[0].first == "summary-convergence.svg");
+  CHECK(rep.plots[1].first == "summary-elites.svg");
+  CHECK(contains(rep.markdown, "(summary-convergence.svg)"));
+  CHECK(contains(rep.plots[1].second, ">default config<"));
+  CHECK(contains(rep.plots[1].second, "10.00 µs · 2.00x<"));
+  CHECK(contains(report, "| compile_error | 1 | " + std::to_string(failed.seq) + " |"));
 
   r.compile_only = true;
   try {
