@@ -90,14 +90,22 @@ void write_top_line(std::ostream& md, const RunInfo& r, const KernelSpec& spec, 
 
 const char* status_color(TrialStatus s) {
   switch (s) {
-    case TrialStatus::ok: return "#1b9e77";
-    case TrialStatus::incorrect: return "#d95f02";
-    case TrialStatus::compile_error: return "#7570b3";
-    case TrialStatus::resource_rejected: return "#999999";
-    case TrialStatus::crashed: return "#e7298a";
-    case TrialStatus::timeout: return "#e6ab02";
-    case TrialStatus::launch_error: return "#a6761d";
-    case TrialStatus::invalid: return "#666666";
+    case TrialStatus::ok:
+      return "#1b9e77";
+    case TrialStatus::incorrect:
+      return "#d95f02";
+    case TrialStatus::compile_error:
+      return "#7570b3";
+    case TrialStatus::resource_rejected:
+      return "#999999";
+    case TrialStatus::crashed:
+      return "#e7298a";
+    case TrialStatus::timeout:
+      return "#e6ab02";
+    case TrialStatus::launch_error:
+      return "#a6761d";
+    case TrialStatus::invalid:
+      return "#666666";
   }
   return "#666666";
 }
@@ -153,8 +161,8 @@ std::string elites_svg(const RunInfo& r, const std::vector<Trial>& elites, const
   int rank = 0;
   for (const auto& e : elites) {
     const double us = e.fitness;
-    c.bars.push_back({"elite #" + std::to_string(++rank) + " (trial " + std::to_string(e.seq) + ")", us, "#1b9e77",
-                      note(us)});
+    c.bars.push_back(
+        {"elite #" + std::to_string(++rank) + " (trial " + std::to_string(e.seq) + ")", us, "#1b9e77", note(us)});
   }
   return svg::bars(c);
 }
@@ -162,8 +170,7 @@ std::string elites_svg(const RunInfo& r, const std::vector<Trial>& elites, const
 // The best fitness after 1, 2, 4, 8, ... trials, and after the last.
 void write_convergence(std::ostream& md, const std::vector<Trial>& trials, const std::string& plot) {
   md << "\n## Convergence\n\n";
-  if (!plot.empty())
-    md << "![every trial by its order, coloured by status, and the best so far](" << plot << ")\n\n";
+  if (!plot.empty()) md << "![every trial by its order, coloured by status, and the best so far](" << plot << ")\n\n";
   md << "Best p50 (geometric mean over problems) after N trials:\n\n| trials | best µs |\n|---|---|\n";
   double best = 0;
   size_t next = 1;
@@ -247,7 +254,8 @@ void write_failures(std::ostream& md, const RunInfo& r, const std::vector<Trial>
       if (e.size() > 200) e = e.substr(0, 197) + "...";
       md << "| " << ts[i]->seq << " | " << e << " | `" << ts[i]->config.canonical() << "` |\n";
     }
-    if (ts.size() > 3) md << "\n" << ts.size() - 3 << " more: `evotune trials " << r.id << " --status " << to_string(st) << "`.\n";
+    if (ts.size() > 3)
+      md << "\n" << ts.size() - 3 << " more: `evotune trials " << r.id << " --status " << to_string(st) << "`.\n";
   }
 }
 
@@ -277,6 +285,8 @@ Report make_report(const Store& s, const RunInfo& r, const std::string& plot_ste
   return rep;
 }
 
-std::string report_markdown(const Store& s, const RunInfo& r) { return make_report(s, r, "").markdown; }
+std::string report_markdown(const Store& s, const RunInfo& r) {
+  return make_report(s, r, "").markdown;
+}
 
 }  // namespace evotune

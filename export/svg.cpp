@@ -34,7 +34,9 @@ std::string esc(const std::string& s) {
   return out;
 }
 
-std::string px(double v) { return strfmt("%.1f", v); }
+std::string px(double v) {
+  return strfmt("%.1f", v);
+}
 
 // A tick's label: as short as it can be without losing the tick's value.
 std::string tick_label(double v) {
@@ -45,8 +47,8 @@ std::string tick_label(double v) {
 
 std::string header(const std::string& title, double height = kHeight) {
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << height
-    << "\" viewBox=\"0 0 " << kWidth << " " << height << "\" " << kFont << " font-size=\"12\">\n";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << height << "\" viewBox=\"0 0 "
+    << kWidth << " " << height << "\" " << kFont << " font-size=\"12\">\n";
   o << "<rect x=\"0\" y=\"0\" width=\"" << kWidth << "\" height=\"" << height << "\" fill=\"white\"/>\n";
   o << "<text x=\"" << px(kWidth / 2) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">"
     << esc(title) << "</text>\n";
@@ -169,8 +171,9 @@ std::string scatter(const ScatterChart& c) {
     o << "<text x=\"" << px(left - 6) << "\" y=\"" << px(kBandY + 4) << "\" text-anchor=\"end\" fill=\"#555\">"
       << esc(c.band_label) << "</text>\n";
   }
-  if (!have_x) o << "<text x=\"" << px((left + right) / 2) << "\" y=\"" << px((top + bottom) / 2)
-                 << "\" text-anchor=\"middle\" fill=\"#555\">no data</text>\n";
+  if (!have_x)
+    o << "<text x=\"" << px((left + right) / 2) << "\" y=\"" << px((top + bottom) / 2)
+      << "\" text-anchor=\"middle\" fill=\"#555\">no data</text>\n";
 
   // Series: dots and bands first, step lines over them.
   std::vector<std::pair<std::string, std::string>> entries;

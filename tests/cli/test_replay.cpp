@@ -473,7 +473,8 @@ TEST_CASE("replay --gpus N simulates N GPUs", "[replay][gpus]") {
   TempDir t;
   std::string data = write_synthetic_dataset(t.path);
   std::string db = (t.path / "n.db").string();
-  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--replay-warm-cache", "--budget", "60", "--gpus", "3"}) == 0);
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--replay-warm-cache", "--budget", "60", "--gpus",
+                   "3"}) == 0);
   Store s = Store::open(db, Store::Mode::read_only);
   std::set<int> devices;
   for (const Trial& tr : s.trials(1))

@@ -1,0 +1,32 @@
+// Nsight Compute (ncu) for the profile step: where it is, the metrics it is
+// asked for, and what its raw CSV page says per kernel launch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/profile.hpp"
+
+namespace evotune {
+
+// ncu's path: $EVOTUNE_NCU, then PATH, $CUDA_HOME/bin, /usr/local/cuda/bin.
+// Empty when there is none.
+std::string locate_ncu();
+
+// The --metrics argument: duration, SM, DRAM and memory throughput, L2 hit
+// rate, achieved occupancy, SM clock, launch resources, the tensor pipe's
+// busy cycles and the warp-stall ratios (regular expressions where ncu names
+// a family).
+std::string ncu_metrics();
+
+// The kernels of `ncu --csv --page raw` output (ncu's own lines and the
+// profiled program's output before the header are skipped; numbers may carry
+// thousands separators). Throws EngineError when there is no header row, or
+// a row lacks the duration.
+std::vector<KernelProfile> parse_ncu_raw_csv(const std::string& text);
+
+// What ncu's output says went wrong, or "" when nothing did: no permission
+// to read the performance counters (ERR_NVGPUCTRPERM), or no kernel matched.
+std::string ncu_failure(const std::string& output);
+
+}  // namespace evotune
