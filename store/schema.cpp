@@ -393,6 +393,33 @@ const char* const kMigration4 = R"sql(
 ALTER TABLE trials ADD COLUMN sanitized TEXT;
 )sql";
 
+// Version 5: Nsight Compute profiles of a run's trials, one per trial and
+// problem (a new profile replaces the old).
+const char* const kMigration5 = R"sql(
+CREATE TABLE profiles (
+  id            INTEGER PRIMARY KEY,
+  run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  trial_id      INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  problem       INTEGER NOT NULL CHECK (problem >= 0),
+  kernel        TEXT    NOT NULL,
+  duration_us   REAL    NOT NULL CHECK (duration_us > 0),
+  sm_pct        REAL,
+  tensor_pct    REAL,
+  occupancy_pct REAL,
+  dram_pct      REAL,
+  l2_hit_pct    REAL,
+  sm_clock_mhz  REAL,
+  registers     INTEGER,
+  smem_bytes    INTEGER,
+  grid          INTEGER,
+  block         INTEGER,
+  stalls        TEXT    NOT NULL DEFAULT '[]',  -- JSON [[reason, warps stalled per issued instruction], ...], largest first
+  tool          TEXT    NOT NULL DEFAULT '',    -- the profiler's version
+  created_at    TEXT    NOT NULL,
+  UNIQUE (trial_id, problem)
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -401,6 +428,7 @@ const std::vector<Migration>& migrations() {
       {2, "run time breakdown, trial device and cache_hit, views", kMigration2},
       {3, "final re-timing of the elites", kMigration3},
       {4, "compute-sanitizer verdicts on trials", kMigration4},
+      {5, "Nsight Compute profiles of trials", kMigration5},
   };
   return all;
 }

@@ -784,6 +784,76 @@ std::vector<Trial> Store::elites(int64_t run_id) const {
   });
 }
 
+void Store::record_profile(int64_t run_id, const TrialProfile& tp) {
+  require_writable("record a profile");
+  guarded(path_, "recording the profile of trial " + std::to_string(tp.trial_id), [&] {
+    const KernelProfile& p = tp.profile;
+    nlohmann::json stalls = nlohmann::json::array();
+    for (const auto& [reason, v] : p.stalls) stalls.push_back({reason, v});
+    sql::Stmt st(db_,
+                 "INSERT OR REPLACE INTO profiles (run_id, trial_id, problem, kernel, duration_us, sm_pct, tensor_pct, "
+                 "occupancy_pct, dram_pct, l2_hit_pct, sm_clock_mhz, registers, smem_bytes, grid, block, stalls, tool, "
+                 "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+    st.bind_int(1, run_id)
+        .bind_int(2, tp.trial_id)
+        .bind_int(3, tp.problem)
+        .bind_text(4, p.kernel)
+        .bind_real(5, p.duration_us)
+        .bind_real(6, p.sm_pct)
+        .bind_real(7, p.tensor_pct)
+        .bind_real(8, p.occupancy_pct)
+        .bind_real(9, p.dram_pct)
+        .bind_real(10, p.l2_hit_pct)
+        .bind_real(11, p.sm_clock_mhz)
+        .bind_int(12, p.registers)
+        .bind_int(13, p.smem_bytes)
+        .bind_int(14, p.grid)
+        .bind_int(15, p.block)
+        .bind_text(16, stalls.dump())
+        .bind_text(17, tp.tool)
+        .bind_text(18, tp.created_at.empty() ? utc_now_iso() : tp.created_at);
+    st.run();
+  });
+}
+
+std::vector<TrialProfile> Store::profiles(int64_t run_id) const {
+  if (version_ < 5) return {};
+  return guarded(path_, "reading the profiles of run " + std::to_string(run_id), [&] {
+    sql::Stmt st(db_,
+                 "SELECT p.trial_id, p.problem, p.kernel, p.duration_us, p.sm_pct, p.tensor_pct, p.occupancy_pct, "
+                 "p.dram_pct, p.l2_hit_pct, p.sm_clock_mhz, p.registers, p.smem_bytes, p.grid, p.block, p.stalls, "
+                 "p.tool, p.created_at FROM profiles p JOIN trials t ON t.id = p.trial_id WHERE p.run_id = ?1 "
+                 "ORDER BY t.seq, p.problem");
+    st.bind_int(1, run_id);
+    std::vector<TrialProfile> out;
+    while (st.step()) {
+      TrialProfile tp;
+      int c = 0;
+      tp.trial_id = st.i64(c++);
+      tp.problem = st.i32(c++);
+      KernelProfile& p = tp.profile;
+      p.kernel = st.text(c++);
+      p.duration_us = st.real(c++);
+      p.sm_pct = st.real(c++);
+      p.tensor_pct = st.real(c++);
+      p.occupancy_pct = st.real(c++);
+      p.dram_pct = st.real(c++);
+      p.l2_hit_pct = st.real(c++);
+      p.sm_clock_mhz = st.real(c++);
+      p.registers = st.i32(c++);
+      p.smem_bytes = st.i64(c++);
+      p.grid = st.i64(c++);
+      p.block = st.i64(c++);
+      for (const auto& s : nlohmann::json::parse(st.text(c++)))
+        p.stalls.emplace_back(s.at(0).get<std::string>(), s.at(1).get<double>());
+      tp.tool = st.text(c++);
+      tp.created_at = st.text(c++);
+      out.push_back(std::move(tp));
+    }
+    return out;
+  });
+}
+
 int64_t Store::last_run_id() const {
   return guarded(path_, "reading the last run",
                  [&] { return sql::query_int(db_, "SELECT COALESCE(MAX(id), 0) FROM runs"); });

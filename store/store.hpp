@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/profile.hpp"
 #include "core/types.hpp"
 
 struct sqlite3;
@@ -80,6 +81,15 @@ struct RetimeSample {
   double p50_us = 0;
 };
 
+// A stored Nsight Compute profile of one trial on one of its run's problems.
+struct TrialProfile {
+  int64_t trial_id = 0;
+  int problem = 0;
+  KernelProfile profile;
+  std::string tool;  // the profiler's version
+  std::string created_at;
+};
+
 // Trials, newest schema. Trial.id and Trial.seq are assigned by the store.
 class Store {
  public:
@@ -124,6 +134,8 @@ class Store {
   void record_sanitized(int64_t trial_id, const std::string& tools);
   void record_sanitizer_finding(int64_t run_id, int64_t trial_id, TrialStatus status, const std::string& error,
                                 const std::vector<int64_t>& elite_ids);
+  // A trial's profile on one problem; replaces an earlier one of the same.
+  void record_profile(int64_t run_id, const TrialProfile& p);
   void update_stats(int64_t run_id, const RunStats& stats);
   void finish_run(int64_t run_id, const std::string& status, const RunStats& stats);
   // Marks a run as running again (resume), with a new budget if given: stored
@@ -138,6 +150,9 @@ class Store {
   // The stored elite population, best first.
   std::vector<Trial> elites(int64_t run_id) const;
   int64_t last_run_id() const;  // 0 when there are none
+  // The run's profiles by trial and problem (none in a database older than
+  // the profiles).
+  std::vector<TrialProfile> profiles(int64_t run_id) const;
 
  private:
   Store(sqlite3* db, std::string path);

@@ -231,20 +231,20 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   const std::string path = dir.file("evotune.db");
   Store s = Store::open(path);
   CHECK(s.schema_version() == Store::latest_schema_version());
-  CHECK(Store::latest_schema_version() == 4);
+  CHECK(Store::latest_schema_version() == 5);
   CHECK(s.path() == path);
   CHECK(s.mode() == Store::Mode::read_write);
   CHECK(s.last_run_id() == 0);
   CHECK(s.runs().empty());
 
   sql::Db raw = sql::open(path, false, false);
-  CHECK(schema::user_version(raw.get()) == 4);
+  CHECK(schema::user_version(raw.get()) == 5);
   sql::Stmt jm(raw.get(), "PRAGMA journal_mode");
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
   std::vector<std::string> names = schema::user_tables(raw.get());
   for (const char* want :
-       {"runs", "trials", "measurements", "elites", "v_runs", "v_trials", "v_measurements", "v_elites", "v_best"})
+       {"runs", "trials", "measurements", "elites", "profiles", "v_runs", "v_trials", "v_measurements", "v_elites", "v_best"})
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
 
   // Foreign keys are on for the store's connection: a trial of another run is refused.
@@ -259,7 +259,7 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   std::string before = dump(path);
   {
     Store again = Store::open(path);
-    CHECK(again.schema_version() == 4);
+    CHECK(again.schema_version() == 5);
   }
   CHECK(dump(path) == before);
 }
@@ -720,9 +720,9 @@ TEST_CASE("open refuses paths a user must fix, saying why", "[store]") {
     }
     const std::string before = slurp(path);
     std::string msg = error_of([&] { Store::open(path); });
-    CHECK(contains(msg, "created by a newer evotune (schema 99 > 4)"));
+    CHECK(contains(msg, "created by a newer evotune (schema 99 > 5)"));
     msg = error_of([&] { Store::open(path, Store::Mode::read_only); });
-    CHECK(contains(msg, "schema 99 > 4"));
+    CHECK(contains(msg, "schema 99 > 5"));
     CHECK(slurp(path) == before);
   }
 
@@ -817,8 +817,8 @@ TEST_CASE("a version-1 database is read as it is and upgraded by a write open", 
 
   // A write open migrates in place and keeps every row.
   Store s = Store::open(path);
-  CHECK(s.schema_version() == 4);
-  CHECK(count(path, "PRAGMA user_version") == 4);
+  CHECK(s.schema_version() == Store::latest_schema_version());
+  CHECK(count(path, "PRAGMA user_version") == Store::latest_schema_version());
   auto run = s.run(run_id);
   REQUIRE(run);
   CHECK(run->kernel == "gemm");
@@ -1104,4 +1104,44 @@ TEST_CASE("a database in a directory the user may not write is read, or says wha
     INFO(*got);
     CHECK_FALSE(contains(*got, "attempt to write a readonly database"));
   }
+}
+
+TEST_CASE("profiles: one per trial and problem, a new one replaces the old, read back in trial order", "[store]") {
+  TempDir dir;
+  Store s = Store::open(dir.file("p.db"));
+  int64_t run = s.create_run(sample_run());
+  Trial a = sample_trial(128), b = sample_trial(64);
+  s.record_trial(run, a, {0});
+  s.record_trial(run, b, {a.id, 0});
+  CHECK(s.profiles(run).empty());
+  KernelProfile p;
+  p.kernel = "gemm";
+  p.duration_us = 12.5;
+  p.tensor_pct = 71.5;
+  p.registers = 168;
+  p.smem_bytes = 83200;
+  p.grid = 132;
+  p.block = 384;
+  p.stalls = {{"long_scoreboard", 5.74}, {"wait", 1.54}};
+  s.record_profile(run, {b.id, 0, p, "ncu 2025.3", ""});
+  p.duration_us = 20;
+  s.record_profile(run, {a.id, 0, p, "ncu 2025.3", ""});
+  p.duration_us = 19;  // profiled again: replaces
+  s.record_profile(run, {a.id, 0, p, "ncu 2025.3", ""});
+  std::vector<TrialProfile> got = s.profiles(run);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].trial_id == a.id);  // by trial order, not by when profiled
+  CHECK(got[0].profile.duration_us == 19);
+  CHECK(got[1].trial_id == b.id);
+  CHECK(got[1].profile.duration_us == 12.5);
+  CHECK(got[1].profile.tensor_pct == 71.5);
+  CHECK(got[1].profile.smem_bytes == 83200);
+  CHECK(got[1].profile.stalls == p.stalls);
+  CHECK(got[1].tool == "ncu 2025.3");
+  CHECK_FALSE(got[1].created_at.empty());
+  // A profile names a trial of its run and a positive duration.
+  p.duration_us = 0;
+  CHECK_THROWS_AS(s.record_profile(run, {a.id, 1, p, "", ""}), StoreError);
+  Store ro = Store::open(dir.file("p.db"), Store::Mode::read_only);
+  CHECK_THROWS_AS(ro.record_profile(run, {a.id, 0, p, "", ""}), StoreError);
 }
