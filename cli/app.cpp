@@ -137,6 +137,7 @@ int cli_main(int argc, char** argv) {
 
   add_kernels_command(app, ctx);
   add_run_command(app, ctx);
+  add_profile_command(app, ctx);
   add_query_commands(app, ctx);
   add_export_commands(app, ctx);
   add_worker_command(app, ctx);

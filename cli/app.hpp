@@ -34,6 +34,7 @@ struct Context {
 };
 
 void add_run_command(CLI::App& app, Context& ctx);
+void add_profile_command(CLI::App& app, Context& ctx);
 void add_kernels_command(CLI::App& app, Context& ctx);
 void add_query_commands(CLI::App& app, Context& ctx);   // runs, top, trials
 void add_export_commands(CLI::App& app, Context& ctx);  // export, report

@@ -7,6 +7,7 @@
 #include "cli/app.hpp"
 #include "cli/console_progress.hpp"
 #include "store/store.hpp"
+#include "tune/profile.hpp"
 
 namespace evotune {
 
@@ -97,11 +98,16 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "(every correct trial). Default: elites where compute-sanitizer is installed")
       ->check(CLI::IsMember({"none", "elites", "all"}));
   cmd->add_flag("-q,--quiet", opts->quiet, "no per-trial or progress lines; the run's header and summary remain");
-  cmd->callback([&ctx, cmd, opts, shapes, named, dtype, resume, no_flush] {
+  auto profile_top = std::make_shared<int>(0);
+  cmd->add_option("--profile", *profile_top,
+                  "at the end, Nsight Compute on the top N elites and the default config, as `evotune profile` "
+                  "(needs ncu; default 0: none)")
+      ->check(CLI::Range(0, 100));
+  cmd->callback([&ctx, cmd, opts, shapes, named, dtype, resume, no_flush, profile_top] {
     std::set<std::string> given;
     for (const CLI::Option* opt : cmd->get_options())
       if (opt->count() > 0) given.insert(opt->get_name());
-    ctx.action = [&ctx, opts, shapes, named, dtype, resume, no_flush, given] {
+    ctx.action = [&ctx, opts, shapes, named, dtype, resume, no_flush, given, profile_top] {
       TuneOptions o = *opts;
       o.given = given;
       o.db_path = ctx.db_path;
@@ -112,7 +118,47 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (*no_flush) o.timing.flush_l2 = false;
       if (!resume->empty()) o.resume_run = parse_run_ref(*resume, ctx.db_path);
       TuneResult r = tune(o, std::cout);
-      return r.interrupted ? kExitInterrupted : kExitOk;
+      if (r.interrupted) return kExitInterrupted;
+      if (*profile_top > 0) {
+        ProfileOptions po;
+        po.db_path = ctx.db_path;
+        po.run_id = r.run.id;
+        po.top = *profile_top;
+        po.exe = o.worker_exe;
+        profile_run(po, std::cout);
+      }
+      return kExitOk;
+    };
+  });
+}
+
+void add_profile_command(CLI::App& app, Context& ctx) {
+  auto run = std::make_shared<std::string>();
+  auto opts = std::make_shared<ProfileOptions>();
+  auto no_default = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand(
+      "profile",
+      "Nsight Compute on a run's top elites and default config (duration, SM and tensor-pipe use, occupancy, DRAM, "
+      "L2 hit rate, resources, warp stalls), stored with the trials for `report` (needs ncu and a GPU)");
+  cmd->add_option("run", *run, "run id, or 'last'")->required();
+  cmd->add_option("--top", opts->top, "elites to profile, best first (default 3)")->check(CLI::Range(1, 100));
+  cmd->add_flag("--no-default", *no_default, "leave the template's default config out");
+  cmd->add_option("--timeout", opts->timeout_s, "seconds one trial may take under ncu (default 600)")
+      ->check(CLI::PositiveNumber);
+  cmd->footer(
+      "\nEach trial is evaluated once more by this binary under ncu, which profiles the first launch of each of the "
+      "run's problems in the timed series (caches flushed, the GPU's own clocks). ncu is looked for in $EVOTUNE_NCU, "
+      "PATH, $CUDA_HOME/bin and /usr/local/cuda/bin; without it, or without access to the GPU's counters, the command "
+      "exits 5 and changes nothing.\n\nExample: evotune profile last --top 3 && evotune report last -o "
+      "reports/summary.md");
+  cmd->callback([&ctx, run, opts, no_default] {
+    ctx.action = [&ctx, run, opts, no_default] {
+      ProfileOptions o = *opts;
+      o.db_path = ctx.db_path;
+      o.run_id = parse_run_ref(*run, ctx.db_path);
+      o.with_default = !*no_default;
+      profile_run(o, std::cout);
+      return kExitOk;
     };
   });
 }

@@ -6,9 +6,12 @@
 #include <cstring>
 #include <numeric>
 
+#include <nvtx3/nvToolsExt.h>
+
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "engine/ncu.hpp"
 #include "engine/support_kernels.hpp"
 
 namespace evotune {
@@ -561,6 +564,12 @@ ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timi
 }
 
 void GpuSession::time_problem(size_t pi, Candidate& cand, const EvalRequest& req, Measurement& m) {
+  // An NVTX range around the timed launches, where the profile step's ncu
+  // looks (nothing without a tool attached).
+  struct TimedRange {
+    TimedRange() { nvtxRangePushA(kTimedRange); }
+    ~TimedRange() { nvtxRangePop(); }
+  } range;
   const std::string& label = problems_[pi].setup.label;
   Candidate::PerProblem& pp = cand.problems[pi];
   Launcher& l = *pp.launcher;

@@ -1,14 +1,26 @@
 #include "engine/ncu.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <sstream>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+
+extern char** environ;
 
 namespace evotune {
 
@@ -137,6 +149,65 @@ std::vector<KernelProfile> parse_ncu_raw_csv(const std::string& text) {
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     out.push_back(std::move(p));
   }
+  return out;
+}
+
+NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, int launches, double timeout_s) {
+  std::vector<std::string> args = {ncu,
+                                   "--target-processes",
+                                   "all",
+                                   "--nvtx",
+                                   "--nvtx-include",
+                                   std::string(kTimedRange) + "/",
+                                   "--launch-count",
+                                   std::to_string(launches),
+                                   "--csv",
+                                   "--page",
+                                   "raw",
+                                   "--metrics",
+                                   ncu_metrics()};
+  args.insert(args.end(), program.begin(), program.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char tmpl[] = "/tmp/evotune-ncu-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  if (fd < 0) throw EngineError("cannot create a temporary file for ncu's output");
+  const std::string out_path = tmpl;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, fd, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, ncu.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd);
+  if (rc != 0) {
+    std::filesystem::remove(out_path);
+    throw EngineError("cannot start " + ncu + ": " + std::string(strerror(rc)));
+  }
+  NcuOutput out;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    int status = 0;
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      break;
+    }
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      out.exit_code = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a child's exit: no fd to wait on
+  }
+  std::ifstream in(out_path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out.text = ss.str();
+  std::filesystem::remove(out_path);
   return out;
 }
 

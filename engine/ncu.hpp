@@ -25,6 +25,22 @@ std::string ncu_metrics();
 // a row lacks the duration.
 std::vector<KernelProfile> parse_ncu_raw_csv(const std::string& text);
 
+// The NVTX range the worker opens around its timed launches of each
+// problem (the estimate launch comes first in it): the profile step asks
+// ncu for the first kernel in each such range.
+constexpr const char* kTimedRange = "evotune_timed";
+
+// Runs `ncu --target-processes all --nvtx --nvtx-include <kTimedRange>/
+// --launch-count <launches> --csv --page raw --metrics <ncu_metrics()>
+// program...`, its output (ncu's lines, the program's and the CSV) captured
+// whole. Exit code -1: killed at the timeout. Throws EngineError when ncu
+// cannot be started.
+struct NcuOutput {
+  int exit_code = 0;
+  std::string text;
+};
+NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, int launches, double timeout_s);
+
 // What ncu's output says went wrong, or "" when nothing did: no permission
 // to read the performance counters (ERR_NVGPUCTRPERM), or no kernel matched.
 std::string ncu_failure(const std::string& output);

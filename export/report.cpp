@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/format.hpp"
+#include "core/profile.hpp"
 #include "core/strings.hpp"
 #include "export/export.hpp"
 #include "export/run_spec.hpp"
@@ -232,6 +233,48 @@ void write_parameters(std::ostream& md, const KernelSpec& spec, const std::vecto
        << " | " << fmt_us(r.worst) << " (" << r.worst_n << ") | " << fmt_ratio(r.worst / r.best) << " |\n";
 }
 
+// Nsight Compute's figures for the profiled trials, and what limits the
+// winner on each problem.
+void write_profiles(std::ostream& md, const RunInfo& r, const std::vector<TrialProfile>& profiles,
+                    const std::vector<Trial>& elites, const std::optional<Trial>& def) {
+  if (profiles.empty()) return;
+  std::map<int64_t, std::string> name;
+  for (size_t i = 0; i < elites.size(); ++i) name[elites[i].id] = "elite #" + std::to_string(i + 1);
+  if (def) name.emplace(def->id, "default config");
+  md << "\n## Nsight Compute\n\nOne launch per trial and problem (`evotune profile`), caches flushed, at the GPU's own "
+        "clocks; "
+     << profiles.front().tool
+     << ". Stalls: warps stalled per issued instruction, by reason.\n\n"
+        "| variant | problem | duration µs | SM % | tensor pipe % | occupancy % | DRAM % | L2 hit % | regs | smem | "
+        "grid "
+        "| top stalls |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const TrialProfile& tp : profiles) {
+    const KernelProfile& p = tp.profile;
+    auto it = name.find(tp.trial_id);
+    std::vector<std::string> st;
+    for (size_t i = 0; i < p.stalls.size() && i < 3; ++i)
+      st.push_back(p.stalls[i].first + " " + strfmt("%.2f", p.stalls[i].second));
+    md << "| " << (it != name.end() ? it->second : "trial id " + std::to_string(tp.trial_id)) << " | "
+       << (tp.problem < static_cast<int>(r.problems.size()) ? r.problems[static_cast<size_t>(tp.problem)].canonical()
+                                                            : std::to_string(tp.problem))
+       << " | " << fmt_us(p.duration_us)
+       << strfmt(" | %.1f | %.1f | %.1f | %.1f | %.1f | ", p.sm_pct, p.tensor_pct, p.occupancy_pct, p.dram_pct,
+                 p.l2_hit_pct)
+       << p.registers << " | " << fmt_kib(p.smem_bytes) << " | " << p.grid << " | " << join(st, ", ") << " |\n";
+  }
+  if (elites.empty()) return;
+  bool any = false;
+  for (const TrialProfile& tp : profiles) {
+    if (tp.trial_id != elites.front().id) continue;
+    if (!any) md << "\n### What limits the winner\n\n";
+    any = true;
+    md << "- "
+       << (tp.problem < static_cast<int>(r.problems.size()) ? r.problems[static_cast<size_t>(tp.problem)].canonical()
+                                                            : std::to_string(tp.problem))
+       << ": " << limiter(tp.profile) << "\n";
+  }
+}
+
 // Failed trials grouped by status: how many, and the first three of each.
 void write_failures(std::ostream& md, const RunInfo& r, const std::vector<Trial>& trials) {
   std::map<TrialStatus, std::vector<const Trial*>> by_status;
@@ -279,6 +322,7 @@ Report make_report(const Store& s, const RunInfo& r, const std::string& plot_ste
   write_top_line(md, r, spec, elites, def);
   if (!top.empty() && !elites.empty()) md << "\n![the elites against the default config](" << top << ")\n";
   write_convergence(md, trials, conv);
+  write_profiles(md, r, s.profiles(r.id), elites, def);
   write_parameters(md, spec, trials);
   write_failures(md, r, trials);
   rep.markdown = md.str();

@@ -790,10 +790,11 @@ void Store::record_profile(int64_t run_id, const TrialProfile& tp) {
     const KernelProfile& p = tp.profile;
     nlohmann::json stalls = nlohmann::json::array();
     for (const auto& [reason, v] : p.stalls) stalls.push_back({reason, v});
-    sql::Stmt st(db_,
-                 "INSERT OR REPLACE INTO profiles (run_id, trial_id, problem, kernel, duration_us, sm_pct, tensor_pct, "
-                 "occupancy_pct, dram_pct, l2_hit_pct, sm_clock_mhz, registers, smem_bytes, grid, block, stalls, tool, "
-                 "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+    sql::Stmt st(
+        db_,
+        "INSERT OR REPLACE INTO profiles (run_id, trial_id, problem, kernel, duration_us, sm_pct, tensor_pct, "
+        "occupancy_pct, dram_pct, l2_hit_pct, sm_clock_mhz, registers, smem_bytes, grid, block, stalls, tool, "
+        "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
     st.bind_int(1, run_id)
         .bind_int(2, tp.trial_id)
         .bind_int(3, tp.problem)

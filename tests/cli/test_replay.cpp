@@ -548,3 +548,84 @@ TEST_CASE("report -o writes the Markdown with its plots beside it: every trial a
   CHECK(log.find("# evotune report: run 1") != std::string::npos);
   CHECK(log.find(".svg)") == std::string::npos);
 }
+
+namespace {
+
+// A stand-in for Nsight Compute (which needs a GPU): records its arguments,
+// one per line, then prints what ncu printed on an H100 (tests/data/ncu).
+std::string fake_ncu(const fs::path& dir, const std::string& body) {
+  const fs::path p = dir / "ncu";
+  std::ofstream(p) << "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done >> " << (dir / "ncu.args").string() << "\n"
+                   << body << "\n";
+  fs::permissions(p, fs::perms::owner_all);
+  return p.string();
+}
+
+struct EnvVar {
+  std::string name;
+  EnvVar(std::string n, const std::string& v) : name(std::move(n)) { setenv(name.c_str(), v.c_str(), 1); }
+  ~EnvVar() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its failures change nothing",
+          "[replay][profile]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "p.db").string();
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "40", "--seed", "5"}) == 0);
+  const std::string csv = evotune_test::source_dir() + "/tests/data/ncu/gemm_sm90_h100_raw.csv";
+  std::string log;
+  {
+    EnvVar ncu("EVOTUNE_NCU", fake_ncu(t.path, "cat " + csv));
+    REQUIRE(run_cli({"--db", db, "profile", "last", "--top", "2"}, &log) == 0);
+  }
+  INFO(log);
+  CHECK(log.find("profiled 2 trial(s)") != std::string::npos);  // the default config was incorrect: left out
+  Store s = Store::open(db, Store::Mode::read_only);
+  std::vector<Trial> elites = s.elites(1);
+  std::vector<TrialProfile> ps = s.profiles(1);
+  REQUIRE(ps.size() == 2);
+  CHECK(ps[0].profile.kernel == "gemm_sm90");
+  std::set<int64_t> profiled = {ps[0].trial_id, ps[1].trial_id};
+  CHECK(profiled == std::set<int64_t>{elites[0].id, elites[1].id});
+  // What ncu was asked: the timed range's first launch of the one problem,
+  // this binary evaluating the elite's config on the run's problem.
+  const std::string args = read_text(t.path / "ncu.args");
+  CHECK(args.find("--nvtx-include\nevotune_timed/\n--launch-count\n1\n") != std::string::npos);
+  CHECK(args.find("--config\n" + elites[0].config.canonical() + "\n") != std::string::npos);
+  CHECK(args.find("--problem\n" + s.run(1)->problems[0].canonical() + "\n") != std::string::npos);
+
+  const fs::path md = t.path / "r" / "summary.md";
+  REQUIRE(run_cli({"--db", db, "report", "1", "-o", md.string()}) == 0);
+  const std::string text = read_text(md);
+  CHECK(text.find("## Nsight Compute") != std::string::npos);
+  CHECK(text.find("| elite #1 | " + s.run(1)->problems[0].canonical() + " | 11.49 | ") != std::string::npos);
+  CHECK(text.find("### What limits the winner") != std::string::npos);
+  CHECK(text.find("latency-bound") != std::string::npos);
+
+  // ncu without access to the counters, or none at all: exit 5, a message
+  // that says why, the stored profiles as they were.
+  {
+    EnvVar ncu("EVOTUNE_NCU", fake_ncu(t.path,
+                                       "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
+                                       "to access NVIDIA GPU Performance Counters'; exit 1"));
+    CHECK(run_cli({"--db", db, "profile", "1"}, &log) == 5);
+  }
+  CHECK(log.find("permission to read the GPU's performance counters") != std::string::npos);
+  {
+    EnvVar ncu("EVOTUNE_NCU", (t.path / "missing").string());
+    CHECK(run_cli({"--db", db, "profile", "1"}, &log) == 5);
+  }
+  CHECK(log.find("EVOTUNE_NCU=" + (t.path / "missing").string() + " is not an executable") != std::string::npos);
+  CHECK(Store::open(db, Store::Mode::read_only).profiles(1).size() == 2);
+
+  // run --profile N: the same at the end of a run.
+  {
+    EnvVar ncu("EVOTUNE_NCU", fake_ncu(t.path, "cat " + csv));
+    REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "20", "--seed", "6", "--profile", "1"},
+                    &log) == 0);
+  }
+  CHECK(Store::open(db, Store::Mode::read_only).profiles(2).size() == 1);
+}

@@ -243,8 +243,8 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
   std::vector<std::string> names = schema::user_tables(raw.get());
-  for (const char* want :
-       {"runs", "trials", "measurements", "elites", "profiles", "v_runs", "v_trials", "v_measurements", "v_elites", "v_best"})
+  for (const char* want : {"runs", "trials", "measurements", "elites", "profiles", "v_runs", "v_trials",
+                           "v_measurements", "v_elites", "v_best"})
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
 
   // Foreign keys are on for the store's connection: a trial of another run is refused.

@@ -1,0 +1,40 @@
+// The profile step: Nsight Compute on a finished run's elites and default
+// config, on the run's problems, each profile stored with its trial. Each
+// trial is evaluated once more by this binary (`run --strategy exhaustive
+// --config ...` into a scratch database) under ncu, which profiles the first
+// launch of each problem's timed series (the NVTX range the worker opens, so
+// verification launches of the check shapes are not taken), at the GPU's own
+// clocks with caches flushed.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+
+namespace evotune {
+
+struct ProfileOptions {
+  std::string db_path;
+  int64_t run_id = 0;
+  int top = 3;               // elites, best first
+  bool with_default = true;  // the template's default config too, where it was measured correct
+  std::string ncu;           // default: locate_ncu()
+  std::string exe;           // the evotune that evaluates; default: this executable
+  double timeout_s = 600;    // per trial
+};
+
+struct ProfileSummary {
+  std::vector<TrialProfile> profiles;  // as stored
+  double wall_s = 0;
+};
+
+// Throws UsageError (no such run, nothing to profile: a compile-only run or
+// none correct), EngineError (ncu missing, refused the counters, failed or
+// profiled nothing: what it printed is in the message), StoreError. A failure
+// leaves the profiles stored before it.
+ProfileSummary profile_run(const ProfileOptions& options, std::ostream& log);
+
+}  // namespace evotune
