@@ -81,3 +81,26 @@ TEST_CASE("configs measured or in flight leave no room to explore around them", 
   CHECK(f.model.score(open, {open}, 2.0) > f.model.score(open, {}, 2.0));
   CHECK(f.model.score(open, {}, 0.0) == f.model.predict(open));
 }
+
+TEST_CASE("the model carries what each value does on its own to combinations not measured", "[search]") {
+  KernelSpec spec = evotune_test::spec_from(evotune_test::spec_text(R"(["N"])", kTwoParams));
+  SearchSpace space{spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{}};
+  Surrogate model{space};
+  // Separable: A best at 6, B best at 1, each on its own. Measured: two
+  // lines through (2, 5), far from (6, 1), which is never measured, nor is
+  // anything within two steps of it.
+  auto separable = [](int a, int b) { return std::exp(0.3 * std::abs(a - 6) + 0.2 * std::abs(b - 1)); };
+  for (int a = 0; a < 8; ++a) model.add(config(a, 5), separable(a, 5));
+  for (int b = 0; b < 8; ++b)
+    if (b != 5) model.add(config(2, b), separable(2, b));
+  model.refit();
+  const double at_best = model.predict(model.point(config(6, 1)));
+  // Its nearest measured neighbours, (6, 5) and (2, 1), are only half as
+  // good as it, yet it is predicted better than (2, 1) and better than
+  // every other config off the two lines (the effects are shrunk, so not
+  // as good as it is).
+  CHECK(at_best < std::log(separable(2, 1)));
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != 2 && b != 5 && !(a == 6 && b == 1)) CHECK(at_best <= model.predict(model.point(config(a, b))));
+}
