@@ -75,6 +75,12 @@ Surrogate::Point Surrogate::point(const Config& c) const {
 }
 
 void Surrogate::add(const Config& c, std::optional<double> fitness) {
+  if (fitness && *fitness > 0 && ok_count_ >= 3 && !residual_.empty()) {
+    const auto [a, n] = estimates(point(c));
+    const double y = std::log(*fitness);
+    err_additive_ += (a - y) * (a - y);
+    err_neighbours_ += (n - y) * (n - y);
+  }
   points_.push_back(point(c));
   log_fitness_.push_back(fitness ? std::optional<double>(std::log(*fitness)) : std::nullopt);
   if (fitness) ++ok_count_;
@@ -123,6 +129,11 @@ void Surrogate::refit() {
   }
   residual_.resize(points_.size());
   for (size_t i = 0; i < points_.size(); ++i) residual_[i] = y[i] - fit[i];
+  target_ = y;
+  // Each estimate weighs by the inverse of its squared error on the trials
+  // it predicted before they were added.
+  const double err = err_additive_ + err_neighbours_;
+  additive_share_ = err > 0 ? err_neighbours_ / err : 1;
 }
 
 double Surrogate::additive(const Point& x) const {
@@ -138,23 +149,30 @@ double Surrogate::distance2(const Point& a, const Point& b) const {
 }
 
 double Surrogate::predict(const Point& x) const {
+  const auto [a, n] = estimates(x);
+  return additive_share_ * a + (1 - additive_share_) * n;
+}
+
+std::pair<double, double> Surrogate::estimates(const Point& x) const {
   // The nearest kNeighbours by a partial insertion sort (n is small), over
   // the points of the last refit.
-  std::vector<std::pair<double, double>> near;  // distance², residual
+  std::vector<std::pair<double, size_t>> near;  // distance², point
   for (size_t i = 0; i < residual_.size(); ++i) {
-    const std::pair<double, double> e{distance2(x, points_[i]), residual_[i]};
+    const std::pair<double, size_t> e{distance2(x, points_[i]), i};
     if (near.size() == kNeighbours && e.first >= near.back().first) continue;
     auto at = std::upper_bound(near.begin(), near.end(), e, [](const auto& a, const auto& b) { return a.first < b.first; });
     near.insert(at, e);
     if (near.size() > kNeighbours) near.pop_back();
   }
   const double eps = 1e-3 * weight_sum_;
-  double w = 0, s = 0;
-  for (const auto& [d2, y] : near) {
+  double w = 0, r = 0, y = 0;
+  for (const auto& [d2, i] : near) {
     w += 1 / (d2 + eps);
-    s += y / (d2 + eps);
+    r += residual_[i] / (d2 + eps);
+    y += target_[i] / (d2 + eps);
   }
-  return additive(x) + (w > 0 ? s / w : 0);
+  if (w <= 0) return {additive(x), mean_};
+  return {additive(x) + r / w, y / w};
 }
 
 double Surrogate::room(const Point& x, const std::vector<Point>& pending) const {

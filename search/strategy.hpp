@@ -30,7 +30,7 @@ struct StrategyOptions {
   int children = 32;          // candidate children bred for each proposal; the model picks one
   int random_candidates = 8;  // random configs among the candidates
   int neighbourhood = 1;      // the best ok configs whose one-parameter variants are all candidates too
-  double exploration = 2.0;   // the model's weight on room to explore against predicted fitness
+  double exploration = 3.0;   // the model's weight on room to explore against predicted fitness
   int tournament = 3;
   double crossover_rate = 0.7;
   double neighbour_rate = 0.7;  // mutation to a neighbouring value vs a random one

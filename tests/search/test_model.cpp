@@ -1,4 +1,5 @@
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -103,4 +104,49 @@ TEST_CASE("the model carries what each value does on its own to combinations not
   for (int a = 0; a < 8; ++a)
     for (int b = 0; b < 8; ++b)
       if (a != 2 && b != 5 && !(a == 6 && b == 1)) CHECK(at_best <= model.predict(model.point(config(a, b))));
+}
+
+TEST_CASE("the model leans on the estimate that predicted the trials better", "[search]") {
+  const std::string four = R"toml(
+[[param]]
+name = "A"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "B"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "D"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "E"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+)toml";
+  KernelSpec spec = evotune_test::spec_from(evotune_test::spec_text(R"(["N"])", four));
+  SearchSpace space{spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{}};
+  // 120 of the 4096 configs, scattered by a fixed generator, arrive one at a
+  // time and the model is refit after each, so each is predicted before it
+  // is added.
+  auto share_after = [&](const std::function<double(const std::vector<int>&)>& f) {
+    Surrogate model{space};
+    uint32_t state = 12345;
+    for (int i = 0; i < 120; ++i) {
+      std::vector<int> v;
+      for (int k = 0; k < 4; ++k) v.push_back(static_cast<int>(((state = state * 1664525u + 1013904223u) >> 16) % 8));
+      model.add(Config::parse("A=" + std::to_string(v[0]) + ",B=" + std::to_string(v[1]) + ",D=" + std::to_string(v[2]) +
+                              ",E=" + std::to_string(v[3])),
+                f(v));
+      model.refit();
+    }
+    return model.additive_share();
+  };
+  CHECK(share_after([](const std::vector<int>&) { return 1.0; }) == Approx(1.0));  // no error either way
+  // Separable: what each value does on its own is all there is.
+  const double separable = share_after([](const std::vector<int>& v) {
+    return std::exp(0.3 * std::abs(v[0] - 6) + 0.2 * std::abs(v[1] - 1) + 0.25 * std::abs(v[2] - 3) + 0.1 * v[3]);
+  });
+  // The values act only together: good where A and B agree, whatever they are.
+  const double together = share_after([](const std::vector<int>& v) { return std::exp(0.5 * std::abs(v[0] - v[1])); });
+  INFO("additive share: separable " << separable << ", together " << together);
+  CHECK(separable > 0.5);
+  CHECK(together < 0.5);
 }
