@@ -13,6 +13,12 @@ constexpr size_t kNeighbours = 5;
 // Weight of a parameter whose values explain none of the variance: small,
 // not zero, so that configs apart only there are still apart.
 constexpr double kMinWeight = 0.2;
+// Shrinkage of a value's additive effect: its residuals are summed over as
+// many measurements again, so a value measured once moves the estimate a
+// third of what it saw.
+constexpr double kShrink = 2.0;
+// Backfitting sweeps over the parameters (the effects settle in a few).
+constexpr int kSweeps = 10;
 
 // Share of the variance of y that the groups explain, corrected for the
 // share that as many groups would explain by chance (epsilon squared), in
@@ -54,6 +60,11 @@ Surrogate::Surrogate(const SearchSpace& space) : space_(space) {
   weight_sum_ = std::max<double>(1.0, static_cast<double>(dims_.size()));
 }
 
+size_t Surrogate::value_at(const Point& x, size_t d) const {
+  const size_t n = space_.params()[dims_[d]].values.size();
+  return static_cast<size_t>(std::lround(x[d] * static_cast<double>(n - 1)));
+}
+
 Surrogate::Point Surrogate::point(const Config& c) const {
   Point x(dims_.size());
   for (size_t d = 0; d < dims_.size(); ++d) {
@@ -64,6 +75,12 @@ Surrogate::Point Surrogate::point(const Config& c) const {
 }
 
 void Surrogate::add(const Config& c, std::optional<double> fitness) {
+  if (fitness && *fitness > 0 && ok_count_ >= 3 && !residual_.empty()) {
+    const auto [a, n] = estimates(point(c));
+    const double y = std::log(*fitness);
+    err_additive_ += (a - y) * (a - y);
+    err_neighbours_ += (n - y) * (n - y);
+  }
   points_.push_back(point(c));
   log_fitness_.push_back(fitness ? std::optional<double>(std::log(*fitness)) : std::nullopt);
   if (fitness) ++ok_count_;
@@ -83,12 +100,46 @@ void Surrogate::refit() {
   std::vector<size_t> group(points_.size());
   for (size_t d = 0; d < dims_.size(); ++d) {
     const size_t groups = space_.params()[dims_[d]].values.size();
-    for (size_t i = 0; i < points_.size(); ++i)
-      group[i] = static_cast<size_t>(std::lround(points_[i][d] * static_cast<double>(groups - 1)));
+    for (size_t i = 0; i < points_.size(); ++i) group[i] = value_at(points_[i], d);
     weights_[d] = kMinWeight + explained_share(y, group, groups);
     weight_sum_ += weights_[d];
   }
   if (weight_sum_ <= 0) weight_sum_ = 1;
+
+  // The additive part, by backfitting: each parameter's effects in turn are
+  // the shrunk mean residual of its values after the other parameters' effects.
+  mean_ = 0;
+  for (double v : y) mean_ += v;
+  mean_ /= static_cast<double>(y.size());
+  effect_.assign(dims_.size(), {});
+  for (size_t d = 0; d < dims_.size(); ++d) effect_[d].assign(space_.params()[dims_[d]].values.size(), 0.0);
+  std::vector<double> fit(points_.size(), mean_);
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    for (size_t d = 0; d < dims_.size(); ++d) {
+      std::vector<double> sum(effect_[d].size(), 0), count(effect_[d].size(), 0);
+      for (size_t i = 0; i < points_.size(); ++i) {
+        const size_t v = value_at(points_[i], d);
+        fit[i] -= effect_[d][v];
+        sum[v] += y[i] - fit[i];
+        count[v] += 1;
+      }
+      for (size_t v = 0; v < effect_[d].size(); ++v) effect_[d][v] = sum[v] / (count[v] + kShrink);
+      for (size_t i = 0; i < points_.size(); ++i) fit[i] += effect_[d][value_at(points_[i], d)];
+    }
+  }
+  residual_.resize(points_.size());
+  for (size_t i = 0; i < points_.size(); ++i) residual_[i] = y[i] - fit[i];
+  target_ = y;
+  // Each estimate weighs by the inverse of its squared error on the trials
+  // it predicted before they were added.
+  const double err = err_additive_ + err_neighbours_;
+  additive_share_ = err > 0 ? err_neighbours_ / err : 1;
+}
+
+double Surrogate::additive(const Point& x) const {
+  double s = mean_;
+  for (size_t d = 0; d < effect_.size(); ++d) s += effect_[d][value_at(x, d)];
+  return s;
 }
 
 double Surrogate::distance2(const Point& a, const Point& b) const {
@@ -98,23 +149,30 @@ double Surrogate::distance2(const Point& a, const Point& b) const {
 }
 
 double Surrogate::predict(const Point& x) const {
-  // The nearest kNeighbours by a partial insertion sort (n is small).
-  std::vector<std::pair<double, double>> near;  // distance², log fitness
-  for (size_t i = 0; i < points_.size(); ++i) {
-    const double y = log_fitness_[i] ? *log_fitness_[i] : fail_value_;
-    const std::pair<double, double> e{distance2(x, points_[i]), y};
+  const auto [a, n] = estimates(x);
+  return additive_share_ * a + (1 - additive_share_) * n;
+}
+
+std::pair<double, double> Surrogate::estimates(const Point& x) const {
+  // The nearest kNeighbours by a partial insertion sort (n is small), over
+  // the points of the last refit.
+  std::vector<std::pair<double, size_t>> near;  // distance², point
+  for (size_t i = 0; i < residual_.size(); ++i) {
+    const std::pair<double, size_t> e{distance2(x, points_[i]), i};
     if (near.size() == kNeighbours && e.first >= near.back().first) continue;
     auto at = std::upper_bound(near.begin(), near.end(), e, [](const auto& a, const auto& b) { return a.first < b.first; });
     near.insert(at, e);
     if (near.size() > kNeighbours) near.pop_back();
   }
   const double eps = 1e-3 * weight_sum_;
-  double w = 0, s = 0;
-  for (const auto& [d2, y] : near) {
+  double w = 0, r = 0, y = 0;
+  for (const auto& [d2, i] : near) {
     w += 1 / (d2 + eps);
-    s += y / (d2 + eps);
+    r += residual_[i] / (d2 + eps);
+    y += target_[i] / (d2 + eps);
   }
-  return w > 0 ? s / w : 0;
+  if (w <= 0) return {additive(x), mean_};
+  return {additive(x) + r / w, y / w};
 }
 
 double Surrogate::room(const Point& x, const std::vector<Point>& pending) const {

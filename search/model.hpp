@@ -1,18 +1,28 @@
 // A cheap model of the results so far, to rank candidate configs before any
 // of them is evaluated. A config is a point in [0, 1]^d: each parameter with
 // more than one value contributes its value's index in the ordered list,
-// scaled. The estimate of a point's log fitness is a distance-weighted mean
-// over its nearest measured neighbours, with each parameter weighted by the
-// share of the measured variance its values explain (so a parameter that
-// does not matter does not make neighbours far). A failed trial counts as
-// bad as the worst ok one. The room left to explore at a point is its
-// distance to the nearest config measured or in flight: configs in flight
-// leave no room around them, so a window of proposals spreads out instead
-// of asking for the same place many times. No randomness: the same trials
-// give the same scores.
+// scaled. The estimate of a point's log fitness has two parts: an additive
+// one, the mean plus one effect per parameter value (each value's mean
+// residual, shrunk towards zero where it has few measurements, fitted by
+// backfitting), which carries what each value does on its own to
+// combinations not measured yet; and a distance-weighted mean of the
+// residuals of its nearest measured neighbours, which carries what the
+// values do together. Where the values act together more than on their own,
+// the additive part misleads: so the estimate blends it with the
+// neighbours' mean log fitness alone, each weighted by the inverse of its
+// squared error on the trials it predicted before they were added (a
+// space decides which serves it). Distances weight each parameter by the share of the
+// measured variance its values explain (so a parameter that does not matter
+// does not make neighbours far). A failed trial counts as bad as the worst
+// ok one. The room left to explore at a point is its distance to the
+// nearest config measured or in flight: configs in flight leave no room
+// around them, so a window of proposals spreads out instead of asking for
+// the same place many times. No randomness: the same trials give the same
+// scores.
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/types.hpp"
@@ -44,6 +54,9 @@ class Surrogate {
   // the spread of the measured log fitness × the room at x.
   double score(const Point& x, const std::vector<Point>& pending, double exploration) const;
   const std::vector<double>& weights() const { return weights_; }
+  // The additive estimate's share of the blend, in [0, 1] (1 until there
+  // are errors to weigh).
+  double additive_share() const { return additive_share_; }
 
  private:
   double distance2(const Point& a, const Point& b) const;
@@ -56,6 +69,18 @@ class Surrogate {
   std::vector<double> weights_;  // per dim
   double weight_sum_ = 1;
   double fail_value_ = 0;  // log fitness a failure counts as
+  double additive(const Point& x) const;
+  // The two estimates at x: additive part plus the neighbours' residuals,
+  // and the neighbours' log fitness alone.
+  std::pair<double, double> estimates(const Point& x) const;
+  std::vector<double> target_;  // per point of the last refit: log fitness, failures counted
+  double err_additive_ = 0, err_neighbours_ = 0;  // squared errors of each estimate on points before they were added
+  double additive_share_ = 1;
+  size_t value_at(const Point& x, size_t d) const;
+
+  double mean_ = 0;                          // of the log fitness, failures counted
+  std::vector<std::vector<double>> effect_;  // per dim, per value index
+  std::vector<double> residual_;             // per point: log fitness less the additive part
   double spread_ = 0;      // standard deviation of the ok log fitness
 };
 

@@ -20,6 +20,9 @@ constexpr int kMaxFailedDraws = 100'000;
 constexpr int kEvoRandomDraws = 1'000;
 // Children bred from the same parents before evo gives up on them.
 constexpr int kRepairAttempts = 64;
+// Values of one parameter a neighbourhood candidate may move to: those
+// nearest the current one in the ordered list (all of a shorter list).
+constexpr size_t kNeighbourValues = 16;
 
 // Position of c in the odometer walk over value indices (last parameter
 // fastest); nullopt when c holds a value outside its parameter's list.
@@ -228,10 +231,12 @@ class ExhaustiveStrategy : public StrategyBase {
 
 // Steady-state genetic algorithm, guided by a model of the results: after
 // a random start, each proposal breeds candidate children from the ok
-// trials observed so far (and draws a few random ones), and the model picks
-// the most promising of them, counting the configs in flight as taken. So
-// proposals may run ahead of observations without all asking for the same
-// place.
+// trials observed so far, adds every unseen one-parameter variant of the
+// best (its whole neighbourhood, so the model can finish a local search the
+// mutations would reach only by chance) and draws a few random configs, and
+// the model picks the most promising of them, counting the configs in
+// flight as taken. So proposals may run ahead of observations without all
+// asking for the same place.
 class EvoStrategy : public StrategyBase {
  public:
   EvoStrategy(const SearchSpace& space, const StrategyOptions& opts) : StrategyBase(space, opts), model_(space) {
@@ -323,8 +328,8 @@ class EvoStrategy : public StrategyBase {
     return out;
   }
 
-  // Candidate children bred from the ok trials, and a few random configs;
-  // the one the model scores best.
+  // Candidate children bred from the ok trials, the neighbourhoods of the
+  // best, and a few random configs; the one the model scores best.
   std::optional<Config> model_pick() {
     refit();
     const auto& ok = population_.ok_trials();
@@ -332,6 +337,10 @@ class EvoStrategy : public StrategyBase {
     std::unordered_set<std::string> taken;
     for (int i = 0; i < opts_.children; ++i)
       if (auto child = breed(ok); child && taken.insert(child->canonical()).second) candidates.push_back(*child);
+    const size_t around = std::min(ok.size(), static_cast<size_t>(std::max(opts_.neighbourhood, 0)));
+    for (size_t i = 0; i < around; ++i)
+      for (Config& c : neighbours(ok[i].config))
+        if (taken.insert(c.canonical()).second) candidates.push_back(std::move(c));
     for (Config& c : sample_unseen(static_cast<size_t>(std::max(opts_.random_candidates, 0))))
       if (taken.insert(c.canonical()).second) candidates.push_back(std::move(c));
     const std::vector<Surrogate::Point> pending = pending_points();
@@ -385,6 +394,26 @@ class EvoStrategy : public StrategyBase {
       return child;
     }
     return std::nullopt;
+  }
+
+  // The unseen valid configs that differ from c in one parameter, moved to
+  // one of the kNeighbourValues values nearest its own (no randomness).
+  std::vector<Config> neighbours(const Config& c) {
+    std::vector<Config> out;
+    if (!walk_rank(space_, c)) return out;  // a value off its list (a user's seed)
+    for (size_t i : mutable_params_) {
+      const ParamSpec& p = space_.params()[i];
+      const size_t n = p.values.size(), at = space_.value_index(c, i);
+      const size_t span = std::min(n, kNeighbourValues);
+      const size_t lo = std::min(at > span / 2 ? at - span / 2 : 0, n - span);
+      for (size_t to = lo; to < lo + span; ++to) {
+        if (to == at) continue;
+        Config v = c;
+        v.values[p.name] = p.values[to];
+        if (!seen(v) && space_.valid(v)) out.push_back(std::move(v));
+      }
+    }
+    return out;
   }
 
   Config crossover(const Config& a, const Config& b) {

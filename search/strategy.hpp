@@ -27,9 +27,10 @@ struct StrategyOptions {
   int elites = 6;           // K: the population that always survives
   int budget = 0;             // the run's budget, when known: a small one gets a shorter random start
   int initial_random = 10;    // configs (the default and the starts included) before breeding starts
-  int children = 16;          // candidate children bred for each proposal; the model picks one
+  int children = 32;          // candidate children bred for each proposal; the model picks one
   int random_candidates = 8;  // random configs among the candidates
-  double exploration = 2.0;   // the model's weight on room to explore against predicted fitness
+  int neighbourhood = 1;      // the best ok configs whose one-parameter variants are all candidates too
+  double exploration = 3.0;   // the model's weight on room to explore against predicted fitness
   int tournament = 3;
   double crossover_rate = 0.7;
   double neighbour_rate = 0.7;  // mutation to a neighbouring value vs a random one

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -80,4 +81,72 @@ TEST_CASE("configs measured or in flight leave no room to explore around them", 
   // So the same prediction scores worse once a config in flight sits there.
   CHECK(f.model.score(open, {open}, 2.0) > f.model.score(open, {}, 2.0));
   CHECK(f.model.score(open, {}, 0.0) == f.model.predict(open));
+}
+
+TEST_CASE("the model carries what each value does on its own to combinations not measured", "[search]") {
+  KernelSpec spec = evotune_test::spec_from(evotune_test::spec_text(R"(["N"])", kTwoParams));
+  SearchSpace space{spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{}};
+  Surrogate model{space};
+  // Separable: A best at 6, B best at 1, each on its own. Measured: two
+  // lines through (2, 5), far from (6, 1), which is never measured, nor is
+  // anything within two steps of it.
+  auto separable = [](int a, int b) { return std::exp(0.3 * std::abs(a - 6) + 0.2 * std::abs(b - 1)); };
+  for (int a = 0; a < 8; ++a) model.add(config(a, 5), separable(a, 5));
+  for (int b = 0; b < 8; ++b)
+    if (b != 5) model.add(config(2, b), separable(2, b));
+  model.refit();
+  const double at_best = model.predict(model.point(config(6, 1)));
+  // Its nearest measured neighbours, (6, 5) and (2, 1), are only half as
+  // good as it, yet it is predicted better than (2, 1) and better than
+  // every other config off the two lines (the effects are shrunk, so not
+  // as good as it is).
+  CHECK(at_best < std::log(separable(2, 1)));
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != 2 && b != 5 && !(a == 6 && b == 1)) CHECK(at_best <= model.predict(model.point(config(a, b))));
+}
+
+TEST_CASE("the model leans on the estimate that predicted the trials better", "[search]") {
+  const std::string four = R"toml(
+[[param]]
+name = "A"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "B"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "D"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "E"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+)toml";
+  KernelSpec spec = evotune_test::spec_from(evotune_test::spec_text(R"(["N"])", four));
+  SearchSpace space{spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{}};
+  // 120 of the 4096 configs, scattered by a fixed generator, arrive one at a
+  // time and the model is refit after each, so each is predicted before it
+  // is added.
+  auto share_after = [&](const std::function<double(const std::vector<int>&)>& f) {
+    Surrogate model{space};
+    uint32_t state = 12345;
+    for (int i = 0; i < 120; ++i) {
+      std::vector<int> v;
+      for (int k = 0; k < 4; ++k) v.push_back(static_cast<int>(((state = state * 1664525u + 1013904223u) >> 16) % 8));
+      model.add(Config::parse("A=" + std::to_string(v[0]) + ",B=" + std::to_string(v[1]) + ",D=" + std::to_string(v[2]) +
+                              ",E=" + std::to_string(v[3])),
+                f(v));
+      model.refit();
+    }
+    return model.additive_share();
+  };
+  CHECK(share_after([](const std::vector<int>&) { return 1.0; }) == Approx(1.0));  // no error either way
+  // Separable: what each value does on its own is all there is.
+  const double separable = share_after([](const std::vector<int>& v) {
+    return std::exp(0.3 * std::abs(v[0] - 6) + 0.2 * std::abs(v[1] - 1) + 0.25 * std::abs(v[2] - 3) + 0.1 * v[3]);
+  });
+  // The values act only together: good where A and B agree, whatever they are.
+  const double together = share_after([](const std::vector<int>& v) { return std::exp(0.5 * std::abs(v[0] - v[1])); });
+  INFO("additive share: separable " << separable << ", together " << together);
+  CHECK(separable > 0.5);
+  CHECK(together < 0.5);
 }

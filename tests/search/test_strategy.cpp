@@ -611,3 +611,41 @@ TEST_CASE("evo ranks configs in flight by the results so far; the baselines have
   rnd->observe(t);
   CHECK(rnd->scores(r_open).empty());
 }
+
+TEST_CASE("evo's candidates include every one-parameter variant of the best", "[search]") {
+  KernelSpec spec = spec_from(spec_text(R"(["M"])", kGemmSpace));
+  SearchSpace space(spec, {spec.parse_problem("M=4096", Dtype::fp16)}, DeviceTraits{});
+  const Config target = Config::parse("BLOCK_M=64,BLOCK_N=32,BLOCK_K=64,WARPS=2,STAGES=4,UNROLL=4");
+  Landscape land{&space, indices_of(space, target)};
+  // No bred or random candidates: past the start, every proposal is a
+  // variant of the best in one parameter, until none is left unseen.
+  StrategyOptions opts;
+  opts.seed = 5;
+  opts.children = 0;
+  opts.random_candidates = 0;
+  auto s = make_strategy("evo", space, opts);
+  const Trial* best = nullptr;
+  int variants = 0, seq = 0;
+  bool found = false;
+  for (int i = 0; i < 200 && !found; ++i) {
+    std::optional<Config> c = s->propose();
+    REQUIRE(c);
+    if (i >= opts.initial_random && best) {
+      int differ = 0;
+      for (const ParamSpec& p : space.params()) differ += c->values.at(p.name) != best->config.values.at(p.name);
+      CHECK(differ == 1);
+      ++variants;
+    }
+    Trial t;
+    t.seq = ++seq;
+    t.config = *c;
+    t.status = TrialStatus::ok;
+    t.fitness = land(*c);
+    s->observe(t);
+    best = s->population().best();
+    found = best->fitness <= 1.0;
+  }
+  // A local search on this convex landscape reaches the optimum.
+  CHECK(found);
+  CHECK(variants > 0);
+}
