@@ -3,8 +3,10 @@
 # tuning run of fused attention on the seeds' mission shape and one of GEMM,
 # each with the fastest template this GPU runs (sdpa_fwd_sm90 and gemm_sm90 on
 # Hopper, sdpa_fwd and gemm elsewhere), kept in
-# ./evotune.db; then the elite populations, the winners exported as headers,
-# and those headers compiled into the example programs and run.
+# ./evotune.db, the top elites profiled with Nsight Compute where ncu is
+# installed, each run reported in reports/ (Markdown and SVG plots); then
+# the winners exported as headers, and those headers compiled into the
+# example programs and run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
@@ -14,12 +16,16 @@ attn=sdpa_fwd
 gemm=gemm
 if $E kernels sdpa_fwd_sm90 --json | grep -q '"runs_here": "yes"'; then attn=sdpa_fwd_sm90; fi
 if $E kernels gemm_sm90 --json | grep -q '"runs_here": "yes"'; then gemm=gemm_sm90; fi
-$E run --kernel $attn --shape 2,8,512,64 --dtype fp16 --budget 128 --elites 6
+# Nsight Compute on the top 3 elites where ncu is installed (evotune profile).
+profile=()
+if command -v ncu >/dev/null || [ -x /usr/local/cuda/bin/ncu ]; then profile=(--profile 3); fi
+$E run --kernel $attn --shape 2,8,512,64 --dtype fp16 --budget 128 --elites 6 "${profile[@]}"
+$E report last -o reports/attention.md
 $E export last -o sdpa_best.h
-$E run --kernel $gemm --shape 4096,4096,4096 --dtype bf16 --budget 128 --elites 6
+$E run --kernel $gemm --shape 4096,4096,4096 --dtype bf16 --budget 128 --elites 6 "${profile[@]}"
+$E report last -o reports/gemm.md
 $E export last -o gemm_best.h
 $E runs
-$E report last -o gemm_report.md
 # The example programs launch the mma.sync templates; the Hopper ones take
 # TMA tensor maps, which their headers document (see the README's exports).
 if [ "$attn" = sdpa_fwd ] && [ "$gemm" = gemm ]; then
