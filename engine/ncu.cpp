@@ -19,16 +19,13 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "engine/cuda_tools.hpp"
 
 extern char** environ;
 
 namespace evotune {
 
 namespace {
-
-bool executable(const std::string& path) {
-  return access(path.c_str(), X_OK) == 0;
-}
 
 // One CSV record: quoted fields with "" for a quote, separated by commas.
 std::vector<std::string> csv_fields(const std::string& line) {
@@ -73,16 +70,7 @@ bool number(const std::string& s, double& v) {
 }  // namespace
 
 std::string locate_ncu() {
-  if (const char* e = std::getenv("EVOTUNE_NCU"); e && *e) return executable(e) ? e : "";
-  std::vector<std::string> dirs;
-  if (const char* path = std::getenv("PATH"))
-    for (const auto& d : split(path, ':')) dirs.push_back(d);
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(env); v && *v) dirs.push_back(std::string(v) + "/bin");
-  dirs.emplace_back("/usr/local/cuda/bin");
-  for (const auto& d : dirs)
-    if (!d.empty() && executable(d + "/ncu")) return d + "/ncu";
-  return "";
+  return locate_cuda_tool("ncu", "EVOTUNE_NCU");
 }
 
 std::string ncu_metrics() {

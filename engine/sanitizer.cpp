@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "engine/cuda_tools.hpp"
 #include "engine/worker_client.hpp"
 
 namespace evotune {
@@ -40,10 +41,6 @@ class TempFile {
   std::string path_;
 };
 
-bool executable(const std::string& p) {
-  return !p.empty() && ::access(p.c_str(), X_OK) == 0;
-}
-
 }  // namespace
 
 TrialStatus sanitizer_finding_status(const std::string& tool) {
@@ -51,16 +48,7 @@ TrialStatus sanitizer_finding_status(const std::string& tool) {
 }
 
 std::string locate_compute_sanitizer() {
-  if (const char* e = std::getenv("EVOTUNE_SANITIZER"); e && *e) return executable(e) ? e : "";
-  std::vector<std::string> dirs;
-  if (const char* path = std::getenv("PATH"))
-    for (const auto& d : split(path, ':')) dirs.push_back(d);
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(env); v && *v) dirs.push_back(std::string(v) + "/bin");
-  dirs.emplace_back("/usr/local/cuda/bin");
-  for (const auto& d : dirs)
-    if (executable(d + "/compute-sanitizer")) return d + "/compute-sanitizer";
-  return "";
+  return locate_cuda_tool("compute-sanitizer", "EVOTUNE_SANITIZER");
 }
 
 std::optional<std::string> first_sanitizer_report(const std::string& log) {

@@ -18,12 +18,6 @@ namespace evotune {
 
 namespace {
 
-std::string self_exe() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("evotune") : p.string();
-}
-
 std::string text_of(const std::string& s) {
   return s;
 }
@@ -260,6 +254,12 @@ SanitizePlan plan_sanitizer(const TuneOptions& o, const KernelSpec& spec) {
 }
 
 }  // namespace
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("evotune") : p.string();
+}
 
 int evaluated(const std::vector<Trial>& trials) {
   return static_cast<int>(

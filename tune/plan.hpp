@@ -59,6 +59,10 @@ struct TunePlan {
 // be made as asked.
 TunePlan resolve_plan(TuneOptions options);
 
+// This executable's path (the default worker and the profile step's
+// evaluator), or "evotune" where /proc does not tell.
+std::string self_exe();
+
 // Trials that spent budget (constraint rejections are free).
 int evaluated(const std::vector<Trial>& trials);
 

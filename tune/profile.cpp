@@ -12,18 +12,13 @@
 #include "core/format.hpp"
 #include "core/strings.hpp"
 #include "engine/ncu.hpp"
+#include "tune/plan.hpp"
 
 namespace evotune {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string self_exe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("evotune") : p.string();
-}
 
 // The trials to profile: the elites (best first, at most `top`), then the
 // default config.
