@@ -104,8 +104,10 @@ void add_query_commands(CLI::App& app, Context& ctx) {
         }
         std::optional<Trial> def = default_trial_of(s, r);
         if (ctx.json) {
-          std::cout << nlohmann::json(
-                           {{"run", r}, {"elites", elites}, {"default", def ? nlohmann::json(*def) : nlohmann::json()}})
+          std::cout << nlohmann::json({{"run", r},
+                                       {"elites", elites},
+                                       {"default", def ? nlohmann::json(*def) : nlohmann::json()},
+                                       {"baselines", s.baselines(id)}})
                            .dump(2)
                     << "\n";
           return kExitOk;
@@ -119,6 +121,11 @@ void add_query_commands(CLI::App& app, Context& ctx) {
         }
         auto spec = spec_of(r);
         print_elites(std::cout, r, elites, def, spec ? &*spec : nullptr);
+        if (const std::vector<BaselineResult> b = s.baselines(id); !b.empty()) {
+          std::vector<Trial> best = s.elites(id);
+          std::cout << "\n";
+          print_baselines(std::cout, r, b, best.empty() ? nullptr : &best.front());
+        }
         return kExitOk;
       };
     });

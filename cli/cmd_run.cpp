@@ -98,6 +98,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "(every correct trial). Default: elites where compute-sanitizer is installed")
       ->check(CLI::IsMember({"none", "elites", "all"}));
   cmd->add_flag("-q,--quiet", opts->quiet, "no per-trial or progress lines; the run's header and summary remain");
+  cmd->add_option("--baselines", opts->baselines,
+                  "after the search, measure the reference kernel and the spec's [[baseline]] vendor kernels "
+                  "(cuBLASLt, cuDNN/flash through PyTorch) on this GPU with the elites' timing: all (default), none, "
+                  "or names (e.g. cublaslt,reference); a library not installed is skipped with the reason");
   auto profile_top = std::make_shared<int>(0);
   cmd->add_option("--profile", *profile_top,
                   "at the end, Nsight Compute on the top N elites and the default config, as `evotune profile` "

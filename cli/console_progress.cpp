@@ -125,6 +125,22 @@ void ConsoleProgress::retime_round(int round, int rounds) {
   out_ << strfmt("  round %d/%d done\n", round, rounds) << std::flush;
 }
 
+void ConsoleProgress::baselines_started(size_t baselines, size_t problems) {
+  if (quiet_) return;
+  out_ << "\nmeasuring " << baselines << " baseline(s) on " << problems
+       << " problem(s), on this GPU with the elites' timing..." << std::endl;
+}
+
+void ConsoleProgress::baseline(const TunePlan& plan, const BaselineResult& b) {
+  if (quiet_) return;
+  const std::string where = plan.problems.size() > 1 ? " [" + std::to_string(b.problem) + "]" : "";
+  if (b.ok())
+    out_ << strfmt("  %s%s: %s µs (%s)\n", b.name.c_str(), where.c_str(), fmt_us(b.m.p50_us).c_str(), b.detail.c_str());
+  else
+    out_ << "  " << b.name << where << ": " << b.status << ": " << first_lines(b.reason, 1) << "\n";
+  out_ << std::flush;
+}
+
 // The summary, also with -q.
 void ConsoleProgress::finished(const TunePlan& plan, const RunSummary& s) {
   const TuneResult& r = *s.result;
@@ -152,6 +168,31 @@ void ConsoleProgress::finished(const TunePlan& plan, const RunSummary& s) {
     out_ << "\ndefault config: " << fmt_us(r.default_trial->fitness) << " µs (trial " << r.default_trial->seq << ")\n";
   else
     out_ << "\n(the default config was not measured ok; no speedup over it)\n";
+  if (!r.baselines.empty()) {
+    out_ << "\n";
+    print_baselines(out_, r.run, r.baselines, &r.elites.front());
+  }
+}
+
+void print_baselines(std::ostream& out, const RunInfo& run, const std::vector<BaselineResult>& baselines,
+                     const Trial* best) {
+  const std::vector<BaselineSummary> all = summarize_baselines(baselines, run.problems.size());
+  if (all.empty()) return;
+  out << "baselines (same GPU, the elites' timing" << (run.problems.size() > 1 ? "; µs: geomean over problems" : "")
+      << "):\n";
+  Table t({"baseline", "p50 µs", "best vs it", "max err", "detail"});
+  for (const BaselineSummary& b : all) {
+    if (const BaselineResult* bad = b.not_ok()) {
+      t.add({b.name, "-", "-", "-", bad->status + ": " + first_lines(bad->reason, 1)});
+      continue;
+    }
+    double max_err = 0;
+    for (const BaselineResult* r : b.per_problem)
+      if (r) max_err = std::max(max_err, r->m.err.max_abs);
+    t.add({b.name, fmt_us(b.us), best ? fmt_ratio(speedup_over(*best, b)) : "-",
+           b.library == "reference" ? "-" : fmt_sci(max_err), b.detail});
+  }
+  t.print(out);
 }
 
 TuneResult tune(const TuneOptions& options, std::ostream& out) {

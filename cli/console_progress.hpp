@@ -23,6 +23,8 @@ class ConsoleProgress : public Progress {
   void sanitizer_done(const std::vector<std::string>& tools, int checked, int rejected, double seconds) override;
   void retime_started(size_t elites, const TuneOptions& o) override;
   void retime_round(int round, int rounds) override;
+  void baselines_started(size_t baselines, size_t problems) override;
+  void baseline(const TunePlan& plan, const BaselineResult& b) override;
   void finished(const TunePlan& plan, const RunSummary& s) override;
 
  private:
@@ -34,6 +36,10 @@ class ConsoleProgress : public Progress {
 TuneResult tune(const TuneOptions& options, std::ostream& out);
 
 // The elite table printed at the end of a run (and by `evotune top`).
+// The baselines beside the run's best: p50 (geomean over problems), the best's
+// speedup over each, errors, and why one was skipped or failed.
+void print_baselines(std::ostream& out, const RunInfo& run, const std::vector<BaselineResult>& baselines,
+                     const Trial* best);
 void print_elites(std::ostream& out, const RunInfo& run, const std::vector<Trial>& elites,
                   const std::optional<Trial>& default_trial, const KernelSpec* spec);
 

@@ -1145,15 +1145,65 @@ void read_gates(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   }
 }
 
+void read_baselines(const TomlReader& r, const toml::table& root, KernelSpec& s) {
+  const toml::node* list = root.get("baseline");
+  if (!list) return;
+  if (!list->is_array_of_tables()) r.fail("top level", "baseline must be an array of tables ([[baseline]])");
+  for (const auto& node : *list->as_array()) {
+    const toml::table& t = *node.as_table();
+    BaselineSpec b;
+    b.name = r.str(t, "name", "[[baseline]]", true);
+    const std::string where = "[[baseline]] " + b.name;
+    if (b.name.empty() || b.name == "reference" ||
+        b.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
+      r.fail(where, "a name is lower-case letters, digits, '_' and '-', and not 'reference' (the reference kernel's)");
+    for (const BaselineSpec& o : s.baselines)
+      if (o.name == b.name) r.fail(where, "defined twice");
+    b.library = r.str(t, "library", where, true);
+    const BaselineLibrary* lib = find_baseline_library(b.library);
+    if (!lib) {
+      std::vector<std::string> known;
+      for (const BaselineLibrary& l : baseline_libraries()) known.push_back(l.name);
+      r.fail(where, "unknown library '" + b.library + "' (known: " + join(known, ", ") + ")");
+    }
+    for (const auto& [key, v] : t) {
+      const std::string k(key.str());
+      if (k == "name" || k == "library") continue;
+      auto in = [&](const std::vector<std::string>& keys) {
+        return std::find(keys.begin(), keys.end(), k) != keys.end();
+      };
+      const bool is_buffer = in(lib->buffers), is_value = in(lib->values);
+      if (!is_buffer && !is_value && !in(lib->strings)) {
+        std::vector<std::string> keys = lib->buffers;
+        keys.insert(keys.end(), lib->strings.begin(), lib->strings.end());
+        keys.insert(keys.end(), lib->values.begin(), lib->values.end());
+        r.fail(where, "library " + lib->name + " takes no '" + k + "' (it takes " + join(keys, ", ") + ")");
+      }
+      if (is_value) {
+        b.values[k] = r.expr_of(v, where + "." + k);
+        continue;
+      }
+      b.strings[k] = r.str(t, key.str().data(), where, true);
+      if (is_buffer && std::none_of(s.args.begin(), s.args.end(),
+                                    [&](const ArgSpec& a) { return a.is_buffer && a.name == b.strings[k]; }))
+        r.fail(where, k + " = '" + b.strings[k] + "' is not a buffer [[arg]]");
+    }
+    for (const auto* keys : {&lib->buffers, &lib->strings, &lib->values})
+      for (const std::string& k : *keys)
+        if (!b.strings.count(k) && !b.values.count(k)) r.fail(where, "missing key '" + k + "' (" + lib->help + ")");
+    s.baselines.push_back(std::move(b));
+  }
+}
+
 }  // namespace
 
 KernelSpec parse_spec(const std::string& text, const std::string& origin,
                       const std::function<std::string(const std::string&)>& read) {
   TomlReader r(origin);
   const toml::table root = parse_toml(text, origin);
-  r.only_keys(
-      root, "top level",
-      {"kernel", "problem", "defines", "param", "lets", "space", "launch", "arg", "reference", "tolerance", "gates"});
+  r.only_keys(root, "top level",
+              {"kernel", "problem", "defines", "param", "lets", "space", "launch", "arg", "reference", "tolerance",
+               "gates", "baseline"});
   KernelSpec s;
   s.origin = origin;
   s.spec_text = text;
@@ -1170,6 +1220,7 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   read_reference(r, root, read, s);
   read_tolerances(r, root, s);
   read_gates(r, root, s);
+  read_baselines(r, root, s);
   check_names(s, r);
   check_exprs(s, r);
   return s;
@@ -1188,6 +1239,30 @@ KernelSpec load_spec_file(const std::string& path) {
   for (auto& inc : s.include_dirs) inc = (dir / inc).lexically_normal().string();
   s.include_dirs.insert(s.include_dirs.begin(), dir.string());
   return s;
+}
+
+const std::vector<BaselineLibrary>& baseline_libraries() {
+  static const std::vector<BaselineLibrary> libs = {
+      {"cublaslt",
+       {"a", "b", "c"},
+       {},
+       {"m", "n", "k", "top"},
+       "C[m,n] = A[m,k]·B[k,n], row-major buffers a, b, c of the problem; cuBLASLt's heuristic's first algorithm, and "
+       "the fastest of its first `top` as '<name>-top<top>'"},
+      {"torch_sdpa",
+       {},
+       {"backend"},
+       {"b", "h", "hkv", "s", "skv", "d", "causal"},
+       "PyTorch's scaled_dot_product_attention on one backend (cudnn, flash, efficient, math), Q [b,h,s,d] and K, V "
+       "[b,hkv,skv,d], causal aligned bottom-right; run by python3 with torch on the GPU host"},
+  };
+  return libs;
+}
+
+const BaselineLibrary* find_baseline_library(const std::string& name) {
+  for (const BaselineLibrary& l : baseline_libraries())
+    if (l.name == name) return &l;
+  return nullptr;
 }
 
 const std::vector<std::string>& sanitizer_tools() {

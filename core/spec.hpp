@@ -88,6 +88,27 @@ struct GateSpec {
 // The compute-sanitizer tools a spec may name in [gates] sanitize.
 const std::vector<std::string>& sanitizer_tools();
 
+// [[baseline]]: a vendor library's kernel for the same problem, measured after
+// the search on the same GPU with the same timing method as the candidates
+// (tune/baselines.hpp). Each library takes named buffers or strings and
+// expressions over the problem's dims and [lets] (evaluated with the default
+// config); the template's own reference kernel is always a baseline too.
+struct BaselineSpec {
+  std::string name;  // unique in the spec; "reference" is the reference kernel's
+  std::string library;
+  std::map<std::string, std::string> strings;  // buffer names (of [[arg]] buffers), other strings
+  std::map<std::string, Expr> values;
+};
+
+// What a [[baseline]] library takes.
+struct BaselineLibrary {
+  std::string name;
+  std::vector<std::string> buffers, strings, values;  // all required
+  std::string help;
+};
+const std::vector<BaselineLibrary>& baseline_libraries();
+const BaselineLibrary* find_baseline_library(const std::string& name);
+
 // Evaluated geometry of one launch.
 struct LaunchDims {
   std::array<int64_t, 3> grid{1, 1, 1};
@@ -169,6 +190,7 @@ struct KernelSpec {
   ReferenceSpec reference;
   std::map<std::string, ToleranceSpec> tolerance;  // "" = default, else per dtype
   GateSpec gates;
+  std::vector<BaselineSpec> baselines;
 
   std::string spec_text;
 

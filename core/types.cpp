@@ -1,5 +1,6 @@
 #include "core/types.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -182,6 +183,20 @@ void from_json(const nlohmann::json& j, Measurement& m) {
   if (j.contains("err")) m.err = j.at("err").get<ErrorStats>();
 }
 
+void to_json(nlohmann::json& j, const BaselineResult& b) {
+  j = {{"problem", b.problem}, {"name", b.name}, {"library", b.library}, {"status", b.status}, {"reason", b.reason},
+       {"detail", b.detail},   {"m", b.m}};
+}
+void from_json(const nlohmann::json& j, BaselineResult& b) {
+  b.problem = j.value("problem", 0);
+  b.name = j.value("name", "");
+  b.library = j.value("library", "");
+  b.status = j.value("status", "failed");
+  b.reason = j.value("reason", "");
+  b.detail = j.value("detail", "");
+  if (j.contains("m")) b.m = j.at("m").get<Measurement>();
+}
+
 void to_json(nlohmann::json& j, const Trial& t) {
   j = {{"id", t.id},
        {"run_id", t.run_id},
@@ -220,6 +235,39 @@ void from_json(const nlohmann::json& j, Trial& t) {
   t.device = j.value("device", -1);
   t.created_at = j.value("created_at", std::string());
   t.sanitized = j.value("sanitized", std::string());
+}
+
+const BaselineResult* BaselineSummary::not_ok() const {
+  for (const BaselineResult* r : per_problem)
+    if (r && !r->ok()) return r;
+  return nullptr;
+}
+
+std::vector<BaselineSummary> summarize_baselines(const std::vector<BaselineResult>& results, size_t problems) {
+  std::vector<BaselineSummary> out;
+  for (const BaselineResult& r : results) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const BaselineSummary& s) { return s.name == r.name; });
+    if (it == out.end()) {
+      out.push_back({r.name, r.library, r.detail, 0, std::vector<const BaselineResult*>(problems, nullptr)});
+      it = out.end() - 1;
+    }
+    if (r.problem >= 0 && static_cast<size_t>(r.problem) < problems)
+      it->per_problem[static_cast<size_t>(r.problem)] = &r;
+  }
+  for (BaselineSummary& s : out) {
+    std::vector<double> us;
+    for (const BaselineResult* r : s.per_problem)
+      if (r && r->ok() && r->m.p50_us > 0) us.push_back(r->m.p50_us);
+    s.us = us.size() == problems && problems > 0 ? geomean(us) : 0;
+    for (const BaselineResult* r : s.per_problem)
+      if (r && !r->detail.empty()) s.detail = r->detail;
+  }
+  return out;
+}
+
+double speedup_over(const Trial& t, const BaselineSummary& b) {
+  const double us = t.final_us > 0 ? t.final_us : t.fitness;
+  return us > 0 && b.us > 0 ? b.us / us : 0;
 }
 
 }  // namespace evotune

@@ -78,6 +78,20 @@ struct Measurement {
   ErrorStats err;
 };
 
+// A vendor library's kernel (or the template's reference kernel) measured on
+// one problem of a run, with the candidates' timing method.
+struct BaselineResult {
+  int64_t id = 0, run_id = 0;
+  int problem = 0;            // index into the run's problems
+  std::string name;           // "cublaslt", "cublaslt-top8", "cudnn", "reference"
+  std::string library;        // "cublaslt", "torch_sdpa", "reference"
+  std::string status = "ok";  // ok | wrong (its output fails the tolerances) | skipped (not installed) | failed
+  std::string reason;         // why not ok
+  std::string detail;         // library version, algorithm
+  Measurement m;              // timing, and errors against the reference
+  bool ok() const { return status == "ok"; }
+};
+
 // One config evaluated on every problem of a run.
 struct Trial {
   int64_t id = 0;
@@ -109,10 +123,27 @@ void to_json(nlohmann::json& j, const ErrorStats& e);
 void from_json(const nlohmann::json& j, ErrorStats& e);
 void to_json(nlohmann::json& j, const Measurement& m);
 void from_json(const nlohmann::json& j, Measurement& m);
+void to_json(nlohmann::json& j, const BaselineResult& b);
+void from_json(const nlohmann::json& j, BaselineResult& b);
 void to_json(nlohmann::json& j, const Trial& t);
 void from_json(const nlohmann::json& j, Trial& t);
 
 // Geometric mean of positive values; 0 for an empty list.
 double geomean(const std::vector<double>& xs);
+
+// One baseline over a run's problems: the geomean of its p50s (0 unless it
+// was measured ok on every problem) and its results by problem.
+struct BaselineSummary {
+  std::string name, library, detail;
+  double us = 0;
+  std::vector<const BaselineResult*> per_problem;  // null where not measured
+  // The first result that is not ok (its status and reason), or null.
+  const BaselineResult* not_ok() const;
+};
+// In the order first measured.
+std::vector<BaselineSummary> summarize_baselines(const std::vector<BaselineResult>& results, size_t problems);
+// A trial's time as the views show it (its re-timed geomean, else its
+// fitness) over the baseline's: > 1 when the trial is faster; 0 for none.
+double speedup_over(const Trial& t, const BaselineSummary& b);
 
 }  // namespace evotune

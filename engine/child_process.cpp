@@ -10,6 +10,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "core/error.hpp"
@@ -114,6 +117,52 @@ std::string ChildProcess::describe_exit() {
     if (WIFEXITED(status)) return strfmt("exited with code %d", WEXITSTATUS(status));
   }
   return "closed its pipe";
+}
+
+CapturedRun run_captured(const std::vector<std::string>& argv_in, double timeout_s) {
+  std::vector<std::string> args = argv_in;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char tmpl[] = "/tmp/evotune-out-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  if (fd < 0) throw EngineError("cannot create a temporary file for the output of " + args.front());
+  const std::string out_path = tmpl;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, fd, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, args.front().c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd);
+  if (rc != 0) {
+    std::filesystem::remove(out_path);
+    throw EngineError("cannot start " + args.front() + ": " + std::string(strerror(rc)));
+  }
+  CapturedRun out;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    int status = 0;
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      break;
+    }
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+      ::kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      out.exit_code = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a child's exit: no fd to wait on
+  }
+  std::ifstream in(out_path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out.text = ss.str();
+  std::filesystem::remove(out_path);
+  return out;
 }
 
 }  // namespace evotune

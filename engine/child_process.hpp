@@ -18,6 +18,15 @@ namespace evotune {
 // *thread* ends, which is not what a pool of threads wants.
 void exit_with_parent();
 
+// Runs `argv[0] argv[1..]` (a path: no search) to completion with stdout and
+// stderr captured together; exit code -1 when killed at timeout_s or by a
+// signal. Throws EngineError when it cannot be started.
+struct CapturedRun {
+  int exit_code = 0;
+  std::string text;
+};
+CapturedRun run_captured(const std::vector<std::string>& argv, double timeout_s);
+
 class ChildProcess {
  public:
   ChildProcess() = default;

@@ -11,6 +11,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "engine/cublaslt.hpp"
 #include "engine/ncu.hpp"
 #include "engine/support_kernels.hpp"
 
@@ -230,8 +231,7 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
   size_t flush_bytes = static_cast<size_t>(std::max(1.0, req.timing.flush_bytes_factor) * prop.l2CacheSize);
   if (req.timing.flush_l2) flush_ = cuda::DeviceBuffer(std::max<size_t>(flush_bytes, 1 << 20));
 
-  std::vector<cuda::Module> ref_modules;
-  for (size_t i = 1; i < req.cubins.size(); ++i) ref_modules.emplace_back(req.cubins[i]);
+  for (size_t i = 1; i < req.cubins.size(); ++i) reference_modules_.emplace_back(req.cubins[i]);
   uint64_t problem_salt = 0;
   for (const ProblemSetup& ps : req.problems) {
     ++problem_salt;
@@ -250,7 +250,7 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
     const LaunchPlan& ref = ps.reference;
     if (ref.cubin < 1 || static_cast<size_t>(ref.cubin) >= req.cubins.size())
       throw EngineError("setup names reference cubin " + std::to_string(ref.cubin) + " that it does not carry");
-    CUfunction fn = ref_modules[static_cast<size_t>(ref.cubin - 1)].function(ref.entry);
+    CUfunction fn = reference_modules_[static_cast<size_t>(ref.cubin - 1)].function(ref.entry);
     std::string geo = geometry_problem(ref.dims);
     if (!geo.empty()) throw EngineError("reference launch on " + ps.label + ": " + geo);
     // Always opt in: 48 KiB of dynamic shared memory is the default limit
@@ -259,9 +259,9 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
       cuda::check(cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                   static_cast<int>(ref.dims.smem)),
                   "reference: raising the dynamic shared memory limit");
-    std::vector<GuardedBuffer> no_scratch;
-    Launcher l(fn, ref, st.buffers, no_scratch);
-    cuda::check(l.launch(stream_->get()), ("launching the reference on " + ps.label).c_str());
+    static const std::vector<GuardedBuffer> no_scratch;
+    st.reference = std::make_unique<Launcher>(fn, ref, st.buffers, no_scratch);
+    cuda::check(st.reference->launch(stream_->get()), ("launching the reference on " + ps.label).c_str());
     sync(("the reference kernel on " + ps.label).c_str());
     for (const auto& [name, buf] : st.buffers) {
       std::string damage = guard_damage(buf, name);
@@ -495,6 +495,40 @@ GpuSession::Candidate GpuSession::load(const EvalRequest& req) {
   return cand;
 }
 
+const BufferPlan& GpuSession::buffer_plan(size_t pi, const std::string& name) const {
+  for (const auto& b : problems_[pi].setup.buffers)
+    if (b.name == name) return b;
+  throw EngineError("set-up has no buffer " + name);
+}
+
+void GpuSession::poison_outputs(size_t pi) {
+  for (const auto& name : problems_[pi].setup.outputs)
+    poison(problems_[pi].buffers.at(name).data(), buffer_plan(pi, name).elem, buffer_plan(pi, name).count);
+}
+
+ErrorStats GpuSession::compare_outputs(size_t pi, int64_t& total_count) {
+  ProblemState& st = problems_[pi];
+  ErrorStats total;
+  double weighted_mean = 0;
+  total_count = 0;
+  for (const auto& name : st.setup.outputs) {
+    const BufferPlan& b = buffer_plan(pi, name);
+    ErrorStats es = compare(st.buffers.at(name), b.elem, st.buffers.at(name + ".ref"), b.count, st.setup.tol);
+    total.max_abs = std::max(total.max_abs, es.max_abs);
+    weighted_mean += es.mean_abs * static_cast<double>(b.count);
+    total.bad_frac += es.bad_frac * static_cast<double>(b.count);
+    total.rel_l2 = std::max(total.rel_l2, es.rel_l2);
+    total.nan_count += es.nan_count;
+    total.unwritten += es.unwritten;
+    total_count += b.count;
+  }
+  if (total_count > 0) {
+    total.mean_abs = weighted_mean / static_cast<double>(total_count);
+    total.bad_frac /= static_cast<double>(total_count);
+  }
+  return total;
+}
+
 // Poisons the outputs, launches once, and checks everything a candidate can
 // break: the guards around its buffers, its outputs against the reference,
 // its inputs untouched. After the timed launches, a mismatch means the kernel
@@ -503,17 +537,10 @@ ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timi
   ProblemState& st = problems_[pi];
   Candidate::PerProblem& pp = cand.problems[pi];
   const std::string& label = st.setup.label;
-  auto plan_of = [&](const std::string& name) -> const BufferPlan& {
-    for (const auto& b : st.setup.buffers)
-      if (b.name == name) return b;
-    throw EngineError("set-up has no buffer " + name);
-  };
   ErrorStats total;
   int64_t total_count = 0;
-  double weighted_mean = 0;
   try {
-    for (const auto& name : st.setup.outputs)
-      poison(st.buffers.at(name).data(), plan_of(name).elem, plan_of(name).count);
+    poison_outputs(pi);
     CUresult r = pp.launcher->launch(stream_->get());
     ++pp.launches;
     if (r != CUDA_SUCCESS) {
@@ -530,27 +557,13 @@ ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timi
     for (size_t i = 0; i < pp.scratch.size(); ++i) damage.push_back(guard_damage(pp.scratch[i], pp.scratch_names[i]));
     damage.erase(std::remove(damage.begin(), damage.end(), std::string()), damage.end());
     if (!damage.empty()) throw Fault{TrialStatus::crashed, label + ": the kernel " + join(damage, "; "), true};
-    for (const auto& name : st.setup.outputs) {
-      const BufferPlan& b = plan_of(name);
-      ErrorStats es = compare(st.buffers.at(name), b.elem, st.buffers.at(name + ".ref"), b.count, st.setup.tol);
-      total.max_abs = std::max(total.max_abs, es.max_abs);
-      weighted_mean += es.mean_abs * static_cast<double>(b.count);
-      total.bad_frac += es.bad_frac * static_cast<double>(b.count);
-      total.rel_l2 = std::max(total.rel_l2, es.rel_l2);
-      total.nan_count += es.nan_count;
-      total.unwritten += es.unwritten;
-      total_count += b.count;
-    }
+    total = compare_outputs(pi, total_count);
     for (const auto& [name, sum] : st.checksums)
       if (checksum(st.buffers.at(name)) != sum)
         throw Fault{TrialStatus::crashed,
                     label + ": the kernel wrote into buffer '" + name + "' (not one of its outputs)", true};
   } catch (const EngineError& err) {
     throw Fault{TrialStatus::crashed, label + ": " + err.what(), true};
-  }
-  if (total_count > 0) {
-    total.mean_abs = weighted_mean / static_cast<double>(total_count);
-    total.bad_frac /= static_cast<double>(total_count);
   }
   std::string why = verdict(total, st.setup.tol, total_count);
   if (!why.empty()) {
@@ -564,26 +577,34 @@ ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timi
 }
 
 void GpuSession::time_problem(size_t pi, Candidate& cand, const EvalRequest& req, Measurement& m) {
+  const std::string& label = problems_[pi].setup.label;
+  Candidate::PerProblem& pp = cand.problems[pi];
+  Launcher& l = *pp.launcher;
+  const double abort_us = pi < req.abort_us.size() ? req.abort_us[pi] : 0;
+  time_series(
+      label,
+      [&](cudaStream_t s) {
+        ++pp.launches;
+        if (l.launch(s) != CUDA_SUCCESS) throw Fault{TrialStatus::crashed, label + ": relaunch failed", true};
+      },
+      req.sustained, abort_us, m);
+}
+
+void GpuSession::time_series(const std::string& label, const std::function<void(cudaStream_t)>& launch_on,
+                             const SustainedTiming& sus, double abort_us, Measurement& m) {
   // An NVTX range around the timed launches, where the profile step's ncu
   // looks (nothing without a tool attached).
   struct TimedRange {
     TimedRange() { nvtxRangePushA(kTimedRange); }
     ~TimedRange() { nvtxRangePop(); }
   } range;
-  const std::string& label = problems_[pi].setup.label;
-  Candidate::PerProblem& pp = cand.problems[pi];
-  Launcher& l = *pp.launcher;
   const cudaStream_t s = stream_->get();
   const TimingOptions& to = setup_.timing;
-  const SustainedTiming& sus = req.sustained;
   const bool gpu_busy = last_timed_ && ms_since(*last_timed_) < to.busy_gap_ms;
   const double warmup_ms = gpu_busy ? std::min(to.warmup_busy_ms, to.warmup_ms) : to.warmup_ms;
   const int max_samples = std::max(to.min_samples, sus.on() && sus.max_samples > 0 ? sus.max_samples : to.max_samples);
   const double target_ms = sus.on() && sus.target_ms > 0 ? sus.target_ms : to.target_ms;
-  auto launch = [&] {
-    ++pp.launches;
-    if (l.launch(s) != CUDA_SUCCESS) throw Fault{TrialStatus::crashed, label + ": relaunch failed", true};
-  };
+  auto launch = [&] { launch_on(s); };
   auto synced = [&](cudaError_t e, const char* when) {
     if (e != cudaSuccess)
       throw Fault{TrialStatus::crashed, label + ": kernel failed" + when + ": " + cuda::error_text(e), true};
@@ -635,7 +656,6 @@ void GpuSession::time_problem(size_t pi, Candidate& cand, const EvalRequest& req
       cudaEventElapsedTime(&t, starts[base + static_cast<size_t>(k)].get(), stops[base + static_cast<size_t>(k)].get());
       samples.push_back(static_cast<double>(t) * 1000.0);
     }
-    double abort_us = pi < req.abort_us.size() ? req.abort_us[pi] : 0;
     if (abort_us > 0 && static_cast<int>(samples.size()) >= to.min_samples) {
       std::vector<double> sorted = samples;
       std::sort(sorted.begin(), sorted.end());
@@ -655,6 +675,120 @@ void GpuSession::time_problem(size_t pi, Candidate& cand, const EvalRequest& req
   double var = 0;
   for (double x : samples) var += (x - m.mean_us) * (x - m.mean_us);
   m.cv = n > 1 && m.mean_us > 0 ? std::sqrt(var / static_cast<double>(n - 1)) / m.mean_us : 0;
+}
+
+// ------------------------------------------------------------ baselines
+
+std::vector<BaselineResult> GpuSession::baseline(const BaselineRequest& req) {
+  BaselineResult r;
+  r.problem = req.problem;
+  r.name = req.name;
+  r.library = req.library;
+  try {
+    if (req.problem < 0 || static_cast<size_t>(req.problem) >= problems_.size())
+      throw EngineError("baseline request names problem " + std::to_string(req.problem) + " of " +
+                        std::to_string(problems_.size()));
+    if (req.library == "reference") return {reference_baseline(req)};
+    if (req.library == "cublaslt") return cublaslt_baseline(req);
+    throw EngineError("the worker runs no baseline library '" + req.library + "'");
+  } catch (const LibraryMissing& e) {
+    r.status = "skipped";
+    r.reason = e.what();
+  } catch (const Fault& f) {
+    r.status = "failed";
+    r.reason = f.message;
+  } catch (const std::exception& e) {
+    r.status = "failed";
+    r.reason = e.what();
+  }
+  return {r};
+}
+
+ErrorStats GpuSession::check_baseline(size_t pi, const std::function<void(cudaStream_t)>& launch,
+                                      std::string& verdict_text) {
+  poison_outputs(pi);
+  launch(stream_->get());
+  sync(("a baseline on " + problems_[pi].setup.label).c_str());
+  int64_t count = 0;
+  ErrorStats e = compare_outputs(pi, count);
+  verdict_text = verdict(e, problems_[pi].setup.tol, count);
+  return e;
+}
+
+BaselineResult GpuSession::reference_baseline(const BaselineRequest& req) {
+  const size_t pi = static_cast<size_t>(req.problem);
+  ProblemState& st = problems_[pi];
+  BaselineResult r;
+  r.problem = req.problem;
+  r.name = req.name;
+  r.library = req.library;
+  r.detail = "the template's reference kernel (" + st.setup.reference.entry + ")";
+  time_series(
+      st.setup.label,
+      [&](cudaStream_t s) {
+        if (st.reference->launch(s) != CUDA_SUCCESS)
+          throw Fault{TrialStatus::crashed, st.setup.label + ": the reference kernel failed to launch", true};
+      },
+      req.sustained, 0, r.m);
+  r.m.problem = req.problem;
+  return r;
+}
+
+std::vector<BaselineResult> GpuSession::cublaslt_baseline(const BaselineRequest& req) {
+  const size_t pi = static_cast<size_t>(req.problem);
+  ProblemState& st = problems_[pi];
+  auto buffer = [&](const char* key) -> void* {
+    auto it = req.buffers.find(key);
+    if (it == req.buffers.end()) throw EngineError(std::string("cublaslt baseline without buffer '") + key + "'");
+    return st.buffers.at(it->second).data();
+  };
+  auto value = [&](const char* key) { return req.values.at(key); };
+  const ElemType elem = buffer_plan(pi, req.buffers.at("c")).elem;
+  const int top = static_cast<int>(std::max<int64_t>(1, value("top")));
+  CublasLtGemm lt(elem, value("m"), value("n"), value("k"), buffer("a"), buffer("b"), buffer("c"), top);
+  // Each algorithm the heuristic offers: checked against the reference, then
+  // timed; the first is the heuristic's choice, the fastest correct one of
+  // the first `top` the best a user could pick.
+  std::vector<BaselineResult> each;
+  for (int i = 0; i < lt.algorithms(); ++i) {
+    BaselineResult r;
+    r.problem = req.problem;
+    r.library = req.library;
+    r.detail = lt.version() + ", " + lt.describe(i);
+    auto launch = [&](cudaStream_t s) {
+      std::string why;
+      if (!lt.run(i, s, why)) throw Fault{TrialStatus::launch_error, st.setup.label + ": " + why};
+    };
+    try {
+      std::string wrong;
+      r.m.err = check_baseline(pi, launch, wrong);
+      if (!wrong.empty()) {
+        r.status = "wrong";
+        r.reason = wrong;
+      } else {
+        const ErrorStats err = r.m.err;
+        time_series(st.setup.label, launch, req.sustained, 0, r.m);
+        r.m.err = err;
+      }
+    } catch (const Fault& f) {
+      r.status = "failed";
+      r.reason = f.message;
+    }
+    r.m.problem = req.problem;
+    each.push_back(std::move(r));
+  }
+  std::vector<BaselineResult> out = {each.front()};
+  out.front().name = req.name;
+  if (top > 1) {
+    const BaselineResult* best = nullptr;
+    for (const BaselineResult& r : each)
+      if (r.ok() && (!best || r.m.p50_us < best->m.p50_us)) best = &r;
+    BaselineResult b = best ? *best : each.front();
+    b.name = req.name + "-top" + std::to_string(top);
+    b.detail += strfmt(" (fastest of the heuristic's first %d)", lt.algorithms());
+    out.push_back(std::move(b));
+  }
+  return out;
 }
 
 }  // namespace evotune

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,14 +43,19 @@ class GpuSession {
   // candidate's failure: that is the reply's status. A reply with
   // worker_must_restart set leaves this session unusable.
   EvalReply evaluate(const EvalRequest& req);
+  // Times a baseline on one problem's buffers (the reference kernel, or a
+  // library's: several results when it offers several algorithms). Never
+  // throws for the library's failure or absence: that is the status.
+  std::vector<BaselineResult> baseline(const BaselineRequest& req);
 
  private:
+  struct Launcher;
   struct ProblemState {
     ProblemSetup setup;
     std::map<std::string, GuardedBuffer> buffers;
     std::map<std::string, unsigned long long> checksums;  // inputs and reference outputs
+    std::unique_ptr<Launcher> reference;
   };
-  struct Launcher;
   struct Candidate;
 
   GuardedBuffer allocate(size_t bytes, uint64_t salt);
@@ -62,9 +68,22 @@ class GpuSession {
                      const Tolerances& tol);
   void sync(const char* what);
 
+  const BufferPlan& buffer_plan(size_t pi, const std::string& name) const;
+  void poison_outputs(size_t pi);
+  // Every output of the problem against its reference; the elements compared.
+  ErrorStats compare_outputs(size_t pi, int64_t& total_count);
   Candidate load(const EvalRequest& req);
   ErrorStats verify_launch(size_t pi, Candidate& cand, bool after_timing);
   void time_problem(size_t pi, Candidate& cand, const EvalRequest& req, Measurement& m);
+  // The timing method, for any launch (a candidate's, a baseline's): an
+  // estimate, a warm-up, then launches each after an L2 flush between CUDA
+  // events, until target_ms of kernel time; p50, p90, min, mean, cv.
+  void time_series(const std::string& label, const std::function<void(cudaStream_t)>& launch,
+                   const SustainedTiming& sustained, double abort_us, Measurement& m);
+  BaselineResult reference_baseline(const BaselineRequest& req);
+  std::vector<BaselineResult> cublaslt_baseline(const BaselineRequest& req);
+  // Poisons the problem's outputs, launches once, compares with the reference.
+  ErrorStats check_baseline(size_t pi, const std::function<void(cudaStream_t)>& launch, std::string& verdict_text);
 
   SetupRequest setup_;
   int device_ = 0;
@@ -75,6 +94,7 @@ class GpuSession {
   cuda::DeviceBuffer flush_;
   cuda::DeviceBuffer stats_;  // compare / checksum / guard accumulators
   std::vector<ProblemState> problems_;
+  std::vector<cuda::Module> reference_modules_;
   long long smem_optin_ = 0;
   int num_sms_ = 132;
   // When the last timing finished: a GPU kept busy needs only a short warm-up.

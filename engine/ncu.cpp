@@ -1,16 +1,5 @@
 #include "engine/ncu.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <thread>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -19,9 +8,8 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "engine/child_process.hpp"
 #include "engine/cuda_tools.hpp"
-
-extern char** environ;
 
 namespace evotune {
 
@@ -144,6 +132,8 @@ NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& progra
   std::vector<std::string> args = {ncu,
                                    "--target-processes",
                                    "all",
+                                   "--clock-control",
+                                   "none",
                                    "--nvtx",
                                    "--nvtx-include",
                                    std::string(kTimedRange) + "/",
@@ -155,48 +145,8 @@ NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& progra
                                    "--metrics",
                                    ncu_metrics()};
   args.insert(args.end(), program.begin(), program.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  char tmpl[] = "/tmp/evotune-ncu-XXXXXX";
-  const int fd = mkstemp(tmpl);
-  if (fd < 0) throw EngineError("cannot create a temporary file for ncu's output");
-  const std::string out_path = tmpl;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fd, 1);
-  posix_spawn_file_actions_adddup2(&fa, fd, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, ncu.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fd);
-  if (rc != 0) {
-    std::filesystem::remove(out_path);
-    throw EngineError("cannot start " + ncu + ": " + std::string(strerror(rc)));
-  }
-  NcuOutput out;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    int status = 0;
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
-      out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      break;
-    }
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      out.exit_code = -1;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a child's exit: no fd to wait on
-  }
-  std::ifstream in(out_path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out.text = ss.str();
-  std::filesystem::remove(out_path);
-  return out;
+  const CapturedRun r = run_captured(args, timeout_s);
+  return NcuOutput{r.exit_code, r.text};
 }
 
 std::string ncu_failure(const std::string& output) {

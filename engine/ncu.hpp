@@ -30,7 +30,7 @@ std::vector<KernelProfile> parse_ncu_raw_csv(const std::string& text);
 // ncu for the first kernel in each such range.
 constexpr const char* kTimedRange = "evotune_timed";
 
-// Runs `ncu --target-processes all --nvtx --nvtx-include <kTimedRange>/
+// Runs `ncu --target-processes all --clock-control none --nvtx --nvtx-include <kTimedRange>/
 // --launch-count <launches> --csv --page raw --metrics <ncu_metrics()>
 // program...`, its output (ncu's lines, the program's and the CSV) captured
 // whole. Exit code -1: killed at the timeout. Throws EngineError when ncu

@@ -130,9 +130,8 @@ void from_json(const nlohmann::json& j, ProblemSetup& p) {
 
 void to_json(nlohmann::json& j, const TimingOptions& t) {
   j = {{"sustain_ms", t.sustain_ms},   {"warmup_ms", t.warmup_ms},     {"warmup_busy_ms", t.warmup_busy_ms},
-       {"busy_gap_ms", t.busy_gap_ms}, {"min_samples", t.min_samples},
-       {"max_samples", t.max_samples}, {"target_ms", t.target_ms},
-       {"flush_l2", t.flush_l2},       {"flush_bytes_factor", t.flush_bytes_factor}};
+       {"busy_gap_ms", t.busy_gap_ms}, {"min_samples", t.min_samples}, {"max_samples", t.max_samples},
+       {"target_ms", t.target_ms},     {"flush_l2", t.flush_l2},       {"flush_bytes_factor", t.flush_bytes_factor}};
 }
 void from_json(const nlohmann::json& j, TimingOptions& t) {
   t.sustain_ms = j.value("sustain_ms", 0.0);  // absent in runs recorded before it existed
@@ -166,6 +165,19 @@ void from_json(const nlohmann::json& j, EvalReply& r) {
   r.verify_ms = j.at("verify_ms");
   r.bench_ms = j.at("bench_ms");
   r.worker_must_restart = j.at("restart");
+}
+
+void to_json(nlohmann::json& j, const BaselineRequest& b) {
+  j = {{"problem", b.problem}, {"name", b.name},     {"library", b.library},
+       {"buffers", b.buffers}, {"values", b.values}, {"sustained", b.sustained}};
+}
+void from_json(const nlohmann::json& j, BaselineRequest& b) {
+  b.problem = j.at("problem");
+  b.name = j.at("name");
+  b.library = j.at("library");
+  b.buffers = j.at("buffers").get<std::map<std::string, std::string>>();
+  b.values = j.at("values").get<std::map<std::string, int64_t>>();
+  b.sustained = j.at("sustained").get<SustainedTiming>();
 }
 
 // ------------------------------------------------------------ Planner

@@ -144,6 +144,21 @@ struct EvalReply {
   bool worker_must_restart = false;  // the context is poisoned
 };
 
+// A baseline the worker runs on one problem's buffers: the reference kernel
+// ("reference") or a library it loads (engine/cublaslt.hpp). Timed as the
+// candidates are, under `sustained` when on; its outputs are checked
+// against the reference.
+struct BaselineRequest {
+  int problem = 0;
+  std::string name;                            // as the spec names it
+  std::string library;                         // "reference" or "cublaslt"
+  std::map<std::string, std::string> buffers;  // the library's buffer keys → the problem's buffers
+  std::map<std::string, int64_t> values;       // evaluated for this problem
+  SustainedTiming sustained;
+};
+
+void to_json(nlohmann::json& j, const BaselineRequest& b);
+void from_json(const nlohmann::json& j, BaselineRequest& b);
 void to_json(nlohmann::json& j, const BufferPlan& b);
 void from_json(const nlohmann::json& j, BufferPlan& b);
 void to_json(nlohmann::json& j, const TensorMapPlan& t);

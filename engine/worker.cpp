@@ -158,6 +158,20 @@ int worker_main(int in_fd, int out_fd, int device) {
       if (r.worker_must_restart) return 3;
       continue;
     }
+    if (type == "baseline") {
+      std::vector<BaselineResult> results;
+      if (session) {
+        results = session->baseline(req.header.at("request").get<BaselineRequest>());
+      } else {
+        BaselineResult r;
+        r.status = "failed";
+        r.reason = "worker has no set-up";
+        results.push_back(r);
+      }
+      rep.header = {{"type", "baseline"}, {"results", results}};
+      write_message(out_fd, rep);
+      continue;
+    }
     rep.header = {{"type", "error"}, {"error", "unknown request '" + type + "'"}};
     write_message(out_fd, rep);
   }

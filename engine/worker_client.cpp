@@ -96,4 +96,22 @@ EvalReply WorkerClient::evaluate(const EvalRequest& req, double timeout_s) {
   return reply;
 }
 
+std::vector<BaselineResult> WorkerClient::baseline(const BaselineRequest& req, double timeout_s) {
+  start();
+  Message msg, rep;
+  msg.header = {{"type", "baseline"}, {"request", req}};
+  const ReadStatus rs = child_.request(msg, rep, static_cast<int>(timeout_s * 1000));
+  if (rs == ReadStatus::ok) return rep.header.at("results").get<std::vector<BaselineResult>>();
+  BaselineResult r;
+  r.problem = req.problem;
+  r.name = req.name;
+  r.library = req.library;
+  r.status = "failed";
+  r.reason = rs == ReadStatus::timeout ? strfmt("no result within %.1f s; the worker was killed", timeout_s)
+                                       : "the GPU worker " + child_.describe_exit();
+  child_.kill();
+  ready_ = false;
+  return {r};
+}
+
 }  // namespace evotune

@@ -35,6 +35,10 @@ class WorkerClient {
   // Evaluates one candidate; a reply within timeout_s or a crashed/timeout
   // status. Never throws for the candidate's faults.
   EvalReply evaluate(const EvalRequest& req, double timeout_s);
+  // Times a baseline on the worker's problem buffers; a worker that crashes
+  // or does not answer is killed (replaced by the next request) and the
+  // baseline recorded as failed. Never throws for the baseline's faults.
+  std::vector<BaselineResult> baseline(const BaselineRequest& req, double timeout_s);
 
   // Asks the worker to quit and waits for it (and its launcher) to exit:
   // the exit code, or -1 when it had to be killed after timeout_ms.

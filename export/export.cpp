@@ -26,6 +26,7 @@ std::string export_run(const Store& s, const RunInfo& run, ExportFormat format) 
   in.winner = &elites.front();
   in.ok_trials = s.trials(run.id, TrialStatus::ok);
   if (run.default_trial_id) in.default_trial = s.trial(*run.default_trial_id);
+  in.baselines = s.baselines(run.id);
   return format == ExportFormat::json ? export_json(in) : export_header(in);
 }
 

@@ -43,9 +43,10 @@ std::string report_markdown(const Store& s, const RunInfo& run);
 struct ExportInput {
   const RunInfo* run = nullptr;
   const KernelSpec* spec = nullptr;
-  const Trial* winner = nullptr;       // best ok trial
-  std::vector<Trial> ok_trials;        // every ok trial (per-problem lookup)
-  std::optional<Trial> default_trial;  // the template's default config, if measured
+  const Trial* winner = nullptr;          // best ok trial
+  std::vector<Trial> ok_trials;           // every ok trial (per-problem lookup)
+  std::optional<Trial> default_trial;     // the template's default config, if measured
+  std::vector<BaselineResult> baselines;  // measured beside the run
 };
 
 // A header that compiles on its own with g++ and nvcc: provenance comment,

@@ -81,6 +81,14 @@ void write_provenance(std::ostream& o, const ExportInput& in, const ExportFacts&
     o << ", " << fmt_ratio(in.default_trial->fitness / w.fitness) << " over the default config ("
       << fmt_us_fixed(in.default_trial->fitness) << ")";
   o << "\n";
+  for (const BaselineSummary& b : summarize_baselines(in.baselines, run.problems.size())) {
+    o << "// Baseline:  " << b.name << ": ";
+    if (const BaselineResult* bad = b.not_ok())
+      o << bad->status << " (" << one_line(bad->reason) << ")\n";
+    else
+      o << fmt_us_fixed(b.us) << ", the winner's speedup over it " << fmt_ratio(speedup_over(w, b)) << " ("
+        << one_line(b.detail) << ")\n";
+  }
   o << "// Checked:   verified on the check shapes, after the timed launches too; "
     << (w.sanitized.empty() ? std::string("no compute-sanitizer run")
                             : "compute-sanitizer " + one_line(w.sanitized) + " found nothing")

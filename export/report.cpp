@@ -9,7 +9,9 @@
 #include "core/format.hpp"
 #include "core/profile.hpp"
 #include "core/strings.hpp"
+#include "export/cpp_text.hpp"
 #include "export/export.hpp"
+#include "export/facts.hpp"
 #include "export/run_spec.hpp"
 #include "export/svg.hpp"
 
@@ -50,11 +52,27 @@ void write_summary(std::ostream& md, const RunInfo& r, const std::vector<Trial>&
 
 // One row of the top line: p50 per problem, TFLOP/s, speedup over the
 // default, errors, resources, config.
+// One line for a table cell.
+std::string one_line_md(const std::string& s) {
+  std::string out;
+  for (char c : one_line(s)) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+// The baselines measured ok on every problem: the top line's speedup columns.
+std::vector<BaselineSummary> ok_baselines(const std::vector<BaselineSummary>& all) {
+  std::vector<BaselineSummary> out;
+  for (const BaselineSummary& b : all)
+    if (b.us > 0) out.push_back(b);
+  return out;
+}
+
 void write_top_line_row(std::ostream& md, const RunInfo& r, const KernelSpec& spec, const std::optional<Trial>& def,
-                        const std::string& name, const Trial& t) {
+                        const std::vector<BaselineSummary>& baselines, const std::string& name, const Trial& t) {
   md << "| " << name << " | " << t.seq << " |";
   for (size_t i = 0; i < r.problems.size(); ++i)
     md << " " << (i < t.per_problem.size() ? fmt_us(t.per_problem[i].p50_us) : "-") << " |";
+  md << " " << (t.final_us > 0 ? fmt_us(t.final_us) : "-") << " |";
   std::vector<double> tf;
   for (size_t i = 0; i < r.problems.size() && i < t.per_problem.size(); ++i) {
     double fl = spec.flops_of(r.problems[i]);
@@ -69,24 +87,63 @@ void write_top_line_row(std::ostream& md, const RunInfo& r, const KernelSpec& sp
   }
   double mx = 0, mean = 0;
   for (const auto& m : t.per_problem) mx = std::max(mx, m.err.max_abs), mean = std::max(mean, m.err.mean_abs);
-  md << " " << (tf.empty() ? "-" : strfmt("%.1f", geomean(tf))) << " | " << fmt_ratio(sp) << " | " << fmt_sci(mx)
-     << " | " << fmt_sci(mean) << " | " << t.res.registers << " | " << fmt_kib(t.res.smem_total()) << " | `"
-     << t.config.canonical() << "` |\n";
+  md << " " << (tf.empty() ? "-" : strfmt("%.1f", geomean(tf))) << " | " << fmt_ratio(sp) << " |";
+  for (const BaselineSummary& b : baselines) md << " " << fmt_ratio(speedup_over(t, b)) << " |";
+  md << " " << fmt_sci(mx) << " | " << fmt_sci(mean) << " | " << t.res.registers << " | " << fmt_kib(t.res.smem_total())
+     << " | `" << t.config.canonical() << "` |\n";
 }
 
 void write_top_line(std::ostream& md, const RunInfo& r, const KernelSpec& spec, const std::vector<Trial>& elites,
-                    const std::optional<Trial>& def) {
+                    const std::optional<Trial>& def, const std::vector<BaselineSummary>& all_baselines) {
+  const std::vector<BaselineSummary> baselines = ok_baselines(all_baselines);
   md << "## Top line\n\n";
+  md << "p50 in the search; re-timed: the elites' final interleaved re-timing under sustained load (geomean over "
+        "problems), the time the speedups over the baselines use (the baselines were timed the same way).\n\n";
   md << "| variant | trial |";
   for (size_t i = 0; i < r.problems.size(); ++i)
     md << " p50 µs" << (r.problems.size() > 1 ? " [" + std::to_string(i) + "]" : "") << " |";
-  md << " TFLOP/s | vs default | max abs err | mean abs err | regs | smem | config |\n|---|---|";
-  for (size_t i = 0; i < r.problems.size(); ++i) md << "---|";
-  md << "---|---|---|---|---|---|---|\n";
-  if (def && def->ok()) write_top_line_row(md, r, spec, def, "default config", *def);
+  md << " re-timed µs | TFLOP/s | vs default |";
+  for (const BaselineSummary& b : baselines) md << " vs " << b.name << " |";
+  md << " max abs err | mean abs err | regs | smem | config |\n|---|---|";
+  for (size_t i = 0; i < r.problems.size() + baselines.size(); ++i) md << "---|";
+  md << "---|---|---|---|---|---|---|---|\n";
+  if (def && def->ok()) write_top_line_row(md, r, spec, def, baselines, "default config", *def);
   int rank = 0;
-  for (const auto& e : elites) write_top_line_row(md, r, spec, def, "elite #" + std::to_string(++rank), e);
+  for (const auto& e : elites) write_top_line_row(md, r, spec, def, baselines, "elite #" + std::to_string(++rank), e);
   if (elites.empty()) md << "\nNo trial passed every gate.\n";
+}
+
+// Each baseline on each problem: time, TFLOP/s, the best elite's speedup,
+// errors against the reference, what it was (library, algorithm), or why it
+// was not measured.
+void write_baselines(std::ostream& md, const RunInfo& r, const KernelSpec& spec,
+                     const std::vector<BaselineSummary>& baselines, const std::vector<Trial>& elites) {
+  if (baselines.empty()) return;
+  md << "\n## Baselines\n\nMeasured after the search on the same GPU, with the elites' final timing method (L2 "
+        "flushed before each launch, sustained load, p50). Errors: against the template's reference (cuBLASLt), or "
+        "fp32 attention on PyTorch's own inputs (PyTorch).\n\n";
+  md << "| baseline | problem | p50 µs | TFLOP/s | best elite vs it | max abs err | mean abs err | status | detail "
+        "|\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const BaselineSummary& b : baselines)
+    for (size_t i = 0; i < b.per_problem.size(); ++i) {
+      const BaselineResult* x = b.per_problem[i];
+      if (!x) continue;
+      const double fl = spec.flops_of(r.problems[i]);
+      const bool timed = x->m.p50_us > 0;
+      double sp = 0;
+      if (timed && !elites.empty() && x->ok()) {
+        const Trial& best = elites.front();
+        const Measurement* m = measurement_on(best, static_cast<int>(i));
+        const double us = r.problems.size() == 1 && best.final_us > 0 ? best.final_us : (m ? m->p50_us : 0);
+        sp = us > 0 ? x->m.p50_us / us : 0;
+      }
+      const bool ref = x->library == "reference";
+      md << "| " << b.name << " | " << r.problems[i].canonical() << " | " << (timed ? fmt_us(x->m.p50_us) : "-")
+         << " | " << (timed && fl > 0 ? strfmt("%.1f", fl / (x->m.p50_us * 1e-6) / 1e12) : "-") << " | "
+         << fmt_ratio(sp) << " | " << (ref || !timed ? "-" : fmt_sci(x->m.err.max_abs)) << " | "
+         << (ref || !timed ? "-" : fmt_sci(x->m.err.mean_abs)) << " | " << x->status
+         << (x->reason.empty() ? "" : ": " + one_line_md(x->reason)) << " | " << one_line_md(x->detail) << " |\n";
+    }
 }
 
 const char* status_color(TrialStatus s) {
@@ -152,18 +209,38 @@ std::string convergence_svg(const RunInfo& r, const std::vector<Trial>& trials) 
 
 // The default config and the elites (and the baselines, when measured) by
 // the time the top line ranks them.
-std::string elites_svg(const RunInfo& r, const std::vector<Trial>& elites, const std::optional<Trial>& def) {
+std::string elites_svg(const RunInfo& r, const std::vector<Trial>& elites, const std::optional<Trial>& def,
+                       const std::vector<BaselineSummary>& baselines) {
+  std::vector<const BaselineSummary*> vendors;  // the reference kernel is orders of magnitude slower: it would
+  for (const BaselineSummary& b : baselines)    // flatten every other bar
+    if (b.library != "reference") vendors.push_back(&b);
   svg::BarChart c;
-  c.title = "run " + std::to_string(r.id) + ": elites against the default config";
-  c.x_label = "p50 µs in the search (geometric mean over problems), as the top line's \"vs default\"";
-  const double base = def && def->ok() ? def->fitness : 0;
-  auto note = [&](double us) { return fmt_us(us) + " µs" + (base > 0 ? " · " + fmt_ratio(base / us) : ""); };
-  if (base > 0) c.bars.push_back({"default config", base, "#999999", note(base)});
+  if (vendors.empty()) {
+    // The search's p50s, as the top line's "vs default".
+    c.title = "run " + std::to_string(r.id) + ": elites against the default config";
+    c.x_label = "p50 µs in the search (geometric mean over problems), as the top line's \"vs default\"";
+    const double base = def && def->ok() ? def->fitness : 0;
+    auto note = [&](double us) { return fmt_us(us) + " µs" + (base > 0 ? " · " + fmt_ratio(base / us) : ""); };
+    if (base > 0) c.bars.push_back({"default config", base, "#999999", note(base)});
+    int rank = 0;
+    for (const auto& e : elites)
+      c.bars.push_back({"elite #" + std::to_string(++rank) + " (trial " + std::to_string(e.seq) + ")", e.fitness,
+                        "#1b9e77", note(e.fitness)});
+    return svg::bars(c);
+  }
+  // Against the baselines: the elites' re-timed times, timed as the
+  // baselines were, and each one's speedup over the first baseline.
+  const BaselineSummary& first = *vendors.front();
+  c.title = "run " + std::to_string(r.id) + ": elites against the baselines";
+  c.x_label =
+      "µs, timed alike (elites re-timed under sustained load; geometric mean over problems); x = speedup over " +
+      first.name;
+  for (const BaselineSummary* b : vendors) c.bars.push_back({b->name, b->us, "#386cb0", fmt_us(b->us) + " µs"});
   int rank = 0;
   for (const auto& e : elites) {
-    const double us = e.fitness;
-    c.bars.push_back(
-        {"elite #" + std::to_string(++rank) + " (trial " + std::to_string(e.seq) + ")", us, "#1b9e77", note(us)});
+    const double us = e.final_us > 0 ? e.final_us : e.fitness;
+    c.bars.push_back({"elite #" + std::to_string(++rank) + " (trial " + std::to_string(e.seq) + ")", us, "#1b9e77",
+                      fmt_us(us) + " µs · " + fmt_ratio(speedup_over(e, first))});
   }
   return svg::bars(c);
 }
@@ -309,18 +386,22 @@ Report make_report(const Store& s, const RunInfo& r, const std::string& plot_ste
   std::vector<Trial> trials = s.trials(r.id);
   std::vector<Trial> elites = s.elites(r.id);
   std::optional<Trial> def = r.default_trial_id ? s.trial(*r.default_trial_id) : std::nullopt;
+  const std::vector<BaselineResult> measured = s.baselines(r.id);
+  const std::vector<BaselineSummary> baselines = summarize_baselines(measured, r.problems.size());
   Report rep;
   std::string conv, top;
   if (!plot_stem.empty()) {
     conv = plot_stem + "-convergence.svg";
     top = plot_stem + "-elites.svg";
     rep.plots.push_back({conv, convergence_svg(r, trials)});
-    rep.plots.push_back({top, elites_svg(r, elites, def)});
+    rep.plots.push_back({top, elites_svg(r, elites, def, ok_baselines(baselines))});
   }
   std::ostringstream md;
   write_summary(md, r, trials);
-  write_top_line(md, r, spec, elites, def);
-  if (!top.empty() && !elites.empty()) md << "\n![the elites against the default config](" << top << ")\n";
+  write_top_line(md, r, spec, elites, def, baselines);
+  write_baselines(md, r, spec, baselines, elites);
+  if (!top.empty() && !elites.empty())
+    md << "\n![the elites against the default config and the baselines](" << top << ")\n";
   write_convergence(md, trials, conv);
   write_profiles(md, r, s.profiles(r.id), elites, def);
   write_parameters(md, spec, trials);

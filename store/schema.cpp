@@ -420,6 +420,31 @@ CREATE TABLE profiles (
 );
 )sql";
 
+// Version 6: vendor baselines (and the reference kernel) measured beside a
+// run, one per run, problem and name (a new measurement replaces the old).
+const char* const kMigration6 = R"sql(
+CREATE TABLE baselines (
+  id            INTEGER PRIMARY KEY,
+  run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  problem       INTEGER NOT NULL CHECK (problem >= 0),
+  name          TEXT    NOT NULL,
+  library       TEXT    NOT NULL,
+  status        TEXT    NOT NULL CHECK (status IN ('ok', 'wrong', 'skipped', 'failed')),
+  reason        TEXT    NOT NULL DEFAULT '',
+  detail        TEXT    NOT NULL DEFAULT '',
+  p50_us        REAL,
+  p90_us        REAL,
+  min_us        REAL,
+  mean_us       REAL,
+  cv            REAL,
+  samples       INTEGER,
+  max_abs_err   REAL,
+  mean_abs_err  REAL,
+  created_at    TEXT    NOT NULL,
+  UNIQUE (run_id, problem, name)
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -429,6 +454,7 @@ const std::vector<Migration>& migrations() {
       {3, "final re-timing of the elites", kMigration3},
       {4, "compute-sanitizer verdicts on trials", kMigration4},
       {5, "Nsight Compute profiles of trials", kMigration5},
+      {6, "vendor baselines measured beside a run", kMigration6},
   };
   return all;
 }

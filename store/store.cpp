@@ -817,6 +817,62 @@ void Store::record_profile(int64_t run_id, const TrialProfile& tp) {
   });
 }
 
+void Store::record_baseline(int64_t run_id, const BaselineResult& b) {
+  require_writable("record a baseline");
+  guarded(path_, "recording baseline " + b.name, [&] {
+    sql::Stmt st(db_,
+                 "INSERT OR REPLACE INTO baselines (run_id, problem, name, library, status, reason, detail, p50_us, "
+                 "p90_us, min_us, mean_us, cv, samples, max_abs_err, mean_abs_err, created_at) VALUES (?1, ?2, ?3, "
+                 "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+    const bool timed = b.m.samples > 0;
+    st.bind_int(1, run_id).bind_int(2, b.problem).bind_text(3, b.name).bind_text(4, b.library);
+    st.bind_text(5, b.status).bind_text(6, b.reason).bind_text(7, b.detail);
+    if (timed) {
+      st.bind_real(8, b.m.p50_us).bind_real(9, b.m.p90_us).bind_real(10, b.m.min_us).bind_real(11, b.m.mean_us);
+      st.bind_real(12, b.m.cv).bind_int(13, b.m.samples);
+    }
+    if (b.status == "ok" || b.status == "wrong") st.bind_real(14, b.m.err.max_abs).bind_real(15, b.m.err.mean_abs);
+    st.bind_text(16, utc_now_iso());
+    st.run();
+  });
+}
+
+std::vector<BaselineResult> Store::baselines(int64_t run_id) const {
+  if (version_ < 6) return {};
+  return guarded(path_, "reading the baselines of run " + std::to_string(run_id), [&] {
+    sql::Stmt st(db_,
+                 "SELECT id, problem, name, library, status, reason, detail, COALESCE(p50_us, 0), COALESCE(p90_us, "
+                 "0), COALESCE(min_us, 0), COALESCE(mean_us, 0), COALESCE(cv, 0), COALESCE(samples, 0), "
+                 "COALESCE(max_abs_err, 0), COALESCE(mean_abs_err, 0) FROM baselines WHERE run_id = ?1 ORDER BY "
+                 "problem, id");
+    st.bind_int(1, run_id);
+    std::vector<BaselineResult> out;
+    while (st.step()) {
+      BaselineResult b;
+      int c = 0;
+      b.id = st.i64(c++);
+      b.run_id = run_id;
+      b.problem = st.i32(c++);
+      b.name = st.text(c++);
+      b.library = st.text(c++);
+      b.status = st.text(c++);
+      b.reason = st.text(c++);
+      b.detail = st.text(c++);
+      b.m.problem = b.problem;
+      b.m.p50_us = st.real(c++);
+      b.m.p90_us = st.real(c++);
+      b.m.min_us = st.real(c++);
+      b.m.mean_us = st.real(c++);
+      b.m.cv = st.real(c++);
+      b.m.samples = st.i32(c++);
+      b.m.err.max_abs = st.real(c++);
+      b.m.err.mean_abs = st.real(c++);
+      out.push_back(std::move(b));
+    }
+    return out;
+  });
+}
+
 std::vector<TrialProfile> Store::profiles(int64_t run_id) const {
   if (version_ < 5) return {};
   return guarded(path_, "reading the profiles of run " + std::to_string(run_id), [&] {

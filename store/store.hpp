@@ -134,6 +134,11 @@ class Store {
   void record_sanitized(int64_t trial_id, const std::string& tools);
   void record_sanitizer_finding(int64_t run_id, int64_t trial_id, TrialStatus status, const std::string& error,
                                 const std::vector<int64_t>& elite_ids);
+  // A baseline on one problem; replaces an earlier one of the same name.
+  void record_baseline(int64_t run_id, const BaselineResult& b);
+  // The run's baselines by problem and name (none in a database older than
+  // the baselines).
+  std::vector<BaselineResult> baselines(int64_t run_id) const;
   // A trial's profile on one problem; replaces an earlier one of the same.
   void record_profile(int64_t run_id, const TrialProfile& p);
   void update_stats(int64_t run_id, const RunStats& stats);

@@ -130,6 +130,13 @@ EvalReply GpuPool::remeasure(const EvalRequest& request, double timeout_s) {
   return reply;
 }
 
+std::vector<BaselineResult> GpuPool::baseline(const BaselineRequest& request, double timeout_s) {
+  const auto t0 = Clock::now();
+  std::vector<BaselineResult> out = workers_.front()->baseline(request, timeout_s);
+  add_gpu_time(seconds_since(t0));
+  return out;
+}
+
 void GpuPool::add_gpu_time(double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   gpu_busy_s_ += seconds;

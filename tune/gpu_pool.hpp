@@ -39,6 +39,8 @@ class GpuPool : public CompilingEvaluator {
   // Runs a staged job again on the first GPU (the final re-timing), its time
   // counted as GPU work.
   EvalReply remeasure(const EvalRequest& request, double timeout_s);
+  // Times a baseline on the first GPU's problem buffers, counted as GPU work.
+  std::vector<BaselineResult> baseline(const BaselineRequest& request, double timeout_s);
   // Counts other GPU work of the run (the elites under the sanitizer).
   void add_gpu_time(double seconds);
   int first_device() const { return plan_.gpus.front().ordinal; }

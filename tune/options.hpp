@@ -58,6 +58,9 @@ struct TuneOptions {
   // (every trial that passes verification). Empty: "elites" where
   // compute-sanitizer is installed, off (and said so) where it is not.
   std::string sanitize;
+  // Baselines measured after the re-timing (tune/baselines.hpp): "all" (the
+  // reference kernel and every [[baseline]] of the spec), "none", or names.
+  std::string baselines = "all";
 };
 
 struct TuneResult {
@@ -66,7 +69,8 @@ struct TuneResult {
   double compile_busy = 0;  // fraction of wall time × compile slots spent compiling
   std::vector<Trial> elites;
   std::optional<Trial> default_trial;
-  std::vector<int> status_counts;  // by TrialStatus
+  std::vector<int> status_counts;         // by TrialStatus
+  std::vector<BaselineResult> baselines;  // measured by this session
   bool interrupted = false;
   bool exhausted = false;  // the strategy ran out of configs before the budget
 };

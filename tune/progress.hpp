@@ -40,6 +40,8 @@ class Progress {
                               double /*seconds*/) {}
   virtual void retime_started(size_t /*elites*/, const TuneOptions& /*o*/) {}
   virtual void retime_round(int /*round*/, int /*rounds*/) {}
+  virtual void baselines_started(size_t /*baselines*/, size_t /*problems*/) {}
+  virtual void baseline(const TunePlan& /*plan*/, const BaselineResult& /*b*/) {}
   virtual void finished(const TunePlan& /*plan*/, const RunSummary& /*s*/) {}
 };
 

@@ -6,6 +6,7 @@
 #include "engine/compile_cache.hpp"
 #include "search/space.hpp"
 #include "search/strategy.hpp"
+#include "tune/baselines.hpp"
 #include "tune/compiling.hpp"
 #include "tune/elites.hpp"
 #include "tune/gpu_pool.hpp"
@@ -62,6 +63,7 @@ class Session {
       if (!outcome.interrupted) {
         sanitize();
         retime();
+        baselines();
       }
       return finish(outcome);
     } catch (...) {
@@ -107,6 +109,10 @@ class Session {
     if (gpu_) retime_elites(plan_, *gpu_, *recorder_, *store_, progress_);
   }
 
+  void baselines() {
+    if (gpu_) baselines_ = measure_baselines(plan_, *gpu_, *store_, recorder_->run().id, progress_);
+  }
+
   TuneResult finish(const SearchOutcome& outcome) {
     const std::string status = outcome.interrupted ? "interrupted" : "done";
     recorder_->finish(status, *evaluator_);
@@ -118,6 +124,7 @@ class Session {
     r.default_trial = recorder_->default_trial();
     r.status_counts = recorder_->counts();
     r.interrupted = outcome.interrupted;
+    r.baselines = baselines_;
     r.exhausted = outcome.exhausted;
     const double total = evaluator_->elapsed();
     const double capacity = total * evaluator_->gpus();
@@ -166,6 +173,7 @@ class Session {
   std::optional<Store> store_;
   std::optional<RunRecorder> recorder_;
   std::optional<SanitizerGate> gate_;
+  std::vector<BaselineResult> baselines_;
 };
 
 }  // namespace

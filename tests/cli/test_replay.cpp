@@ -629,3 +629,53 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
   }
   CHECK(Store::open(db, Store::Mode::read_only).profiles(2).size() == 1);
 }
+
+TEST_CASE("baselines stored beside a run show in top, in the report's top line and plot, and in the header",
+          "[replay][report]") {
+  TempDir t;
+  std::string data = write_synthetic_dataset(t.path);
+  std::string db = (t.path / "base.db").string();
+  REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "40", "--seed", "3"}) == 0);
+  double best_us = 0;
+  {
+    Store s = Store::open(db);
+    const std::vector<Trial> elites = s.elites(1);
+    REQUIRE_FALSE(elites.empty());
+    best_us = elites.front().final_us > 0 ? elites.front().final_us : elites.front().fitness;
+    BaselineResult lt;
+    lt.name = "vendor";
+    lt.library = "cublaslt";
+    lt.detail = "cuBLASLt 13.0.2, algo 21";
+    lt.m.p50_us = 2 * best_us;  // the best elite twice as fast
+    lt.m.samples = 20;
+    s.record_baseline(1, lt);
+    BaselineResult gone;
+    gone.name = "cudnn";
+    gone.library = "torch_sdpa";
+    gone.status = "skipped";
+    gone.reason = "PyTorch not installed for python3";
+    s.record_baseline(1, gone);
+  }
+  std::string log;
+  REQUIRE(run_cli({"--db", db, "top", "last"}, &log) == 0);
+  INFO(log);
+  CHECK(log.find("baselines (same GPU") != std::string::npos);
+  CHECK(log.find("2.00x") != std::string::npos);
+  CHECK(log.find("skipped: PyTorch not installed for python3") != std::string::npos);
+  const fs::path md = t.path / "rep" / "summary.md";
+  REQUIRE(run_cli({"--db", db, "report", "last", "-o", md.string()}, &log) == 0);
+  const std::string text = read_text(md);
+  INFO(text);
+  CHECK(text.find("| vs vendor |") != std::string::npos);  // a speedup column per baseline measured ok
+  CHECK(text.find("| vs cudnn |") == std::string::npos);
+  CHECK(text.find("## Baselines") != std::string::npos);
+  CHECK(text.find("| skipped: PyTorch not installed for python3 |") != std::string::npos);
+  CHECK(text.find("| 2.00x |") != std::string::npos);
+  const std::string bars = read_text(t.path / "rep" / "summary-elites.svg");
+  CHECK(bars.find(">vendor<") != std::string::npos);
+  CHECK(bars.find("2.00x</text>") != std::string::npos);
+  REQUIRE(run_cli({"--db", db, "export", "last", "--format", "header"}, &log) == 0);
+  CHECK(log.find("// Baseline:  vendor: ") != std::string::npos);
+  CHECK(log.find("speedup over it 2.00x") != std::string::npos);
+  CHECK(log.find("// Baseline:  cudnn: skipped (PyTorch not installed for python3)") != std::string::npos);
+}

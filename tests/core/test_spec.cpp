@@ -424,3 +424,22 @@ TEST_CASE("a spec's source must be a regular file", "[spec]") {
     CHECK(has(why, "not a regular file"));
   }
 }
+
+TEST_CASE("[[baseline]]: a library by name with its keys; buffers must be the kernel's", "[spec]") {
+  const std::string lt =
+      "\n[[baseline]]\nname = \"cublaslt\"\nlibrary = \"cublaslt\"\na = \"X\"\nb = \"X\"\nc = \"Y\"\n"
+      "m = \"N\"\nn = \"1\"\nk = \"N\"\ntop = 4\n";
+  KernelSpec s = parse(std::string(kSpec) + lt);
+  REQUIRE(s.baselines.size() == 1);
+  CHECK(s.baselines[0].library == "cublaslt");
+  CHECK(s.baselines[0].strings.at("c") == "Y");
+  CHECK(s.baselines[0].values.at("m").text() == "N");
+  CHECK(parse(kSpec).baselines.empty());
+  rejects(std::string(kSpec) + replace(lt, "library = \"cublaslt\"", "library = \"mkl\""),
+          "unknown library 'mkl' (known: cublaslt, torch_sdpa)");
+  rejects(std::string(kSpec) + replace(lt, "c = \"Y\"", "c = \"Z\""), "c = 'Z' is not a buffer [[arg]]");
+  rejects(std::string(kSpec) + replace(lt, "top = 4\n", ""), "missing key 'top'");
+  rejects(std::string(kSpec) + replace(lt, "top = 4", "top = 4\nbackend = \"cudnn\""), "takes no 'backend'");
+  rejects(std::string(kSpec) + replace(lt, "name = \"cublaslt\"", "name = \"reference\""), "not 'reference'");
+  rejects(std::string(kSpec) + lt + lt, "defined twice");
+}

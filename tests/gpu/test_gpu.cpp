@@ -251,9 +251,12 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
     std::vector<std::string> problems;
     std::string dtype;
   } cases[] = {
-      {"gemm", {"M=1000,N=777,K=520"}, "bf16"},       {"gemm", {"M=257,N=130,K=99"}, "fp16"},
-      {"sdpa_fwd", {"B=1,H=3,S=77,D=64"}, "fp16"},    {"sdpa_fwd", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "bf16"},
-      {"gemm_sm90", {"M=1000,N=3000,K=500"}, "bf16"}, {"gemm_sm90", {"M=520,N=1032,K=1000"}, "fp16"},
+      {"gemm", {"M=1000,N=777,K=520"}, "bf16"},
+      {"gemm", {"M=257,N=130,K=99"}, "fp16"},
+      {"sdpa_fwd", {"B=1,H=3,S=77,D=64"}, "fp16"},
+      {"sdpa_fwd", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "bf16"},
+      {"gemm_sm90", {"M=1000,N=3000,K=500"}, "bf16"},
+      {"gemm_sm90", {"M=520,N=1032,K=1000"}, "fp16"},
       // Grouped heads with a longer cache, causal; decode against a long cache; head dim 256.
       {"sdpa_fwd_sm90", {"B=4,H=16,HKV=4,S=333,SKV=517,D=128,CAUSAL=1"}, "bf16"},
       {"sdpa_fwd_sm90", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "fp16"},
@@ -363,4 +366,40 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       CHECK(passed >= 1);
     }
   }
+}
+
+TEST_CASE("baselines: cuBLASLt and the reference kernel measured beside a GEMM run, checked and stored",
+          "[gpu][baselines]") {
+  TempDir t;
+  const DeviceTraits dev = first_device();
+  const std::string kernel = dev.cc == 90 ? "gemm_sm90" : "gemm";
+  // Odd sizes: cuBLASLt must be right where the tiles do not divide.
+  TuneOptions o = options(t, kernel, {"M=1000,N=776,K=520"});
+  o.budget = 4;
+  o.baselines = "all";
+  o.sanitize = "none";
+  std::ostringstream out;
+  TuneResult r = tune(o, out);
+  INFO(out.str());
+  Store s = Store::open(o.db_path);
+  const std::vector<BaselineResult> b = s.baselines(r.run.id);
+  std::map<std::string, const BaselineResult*> by_name;
+  for (const BaselineResult& x : b) by_name[x.name] = &x;
+  REQUIRE(by_name.count("reference"));
+  CHECK(by_name["reference"]->ok());
+  CHECK(by_name["reference"]->m.p50_us > 0);
+  REQUIRE(by_name.count("cublaslt"));
+  const BaselineResult& lt = *by_name["cublaslt"];
+  INFO(lt.status << ": " << lt.reason << " (" << lt.detail << ")");
+  // Installed with the toolkit wherever these tests build.
+  REQUIRE(lt.ok());
+  CHECK(lt.m.p50_us > 0);
+  CHECK(lt.m.samples >= o.timing.min_samples);
+  CHECK(lt.m.err.max_abs < 0.5);  // bf16/fp16 outputs of K=520 products of U(-1,1) inputs: well within tolerance
+  REQUIRE(by_name.count("cublaslt-top8"));
+  CHECK(by_name["cublaslt-top8"]->m.p50_us <=
+        lt.m.p50_us * 1.05);  // the best of the first 8, the heuristic's among them
+  // The naive reference kernel is far slower than cuBLASLt.
+  CHECK(by_name["reference"]->m.p50_us > lt.m.p50_us);
+  CHECK(out.str().find("baselines (same GPU") != std::string::npos);
 }

@@ -231,19 +231,19 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   const std::string path = dir.file("evotune.db");
   Store s = Store::open(path);
   CHECK(s.schema_version() == Store::latest_schema_version());
-  CHECK(Store::latest_schema_version() == 5);
+  CHECK(Store::latest_schema_version() == 6);
   CHECK(s.path() == path);
   CHECK(s.mode() == Store::Mode::read_write);
   CHECK(s.last_run_id() == 0);
   CHECK(s.runs().empty());
 
   sql::Db raw = sql::open(path, false, false);
-  CHECK(schema::user_version(raw.get()) == 5);
+  CHECK(schema::user_version(raw.get()) == 6);
   sql::Stmt jm(raw.get(), "PRAGMA journal_mode");
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
   std::vector<std::string> names = schema::user_tables(raw.get());
-  for (const char* want : {"runs", "trials", "measurements", "elites", "profiles", "v_runs", "v_trials",
+  for (const char* want : {"runs", "trials", "measurements", "elites", "profiles", "baselines", "v_runs", "v_trials",
                            "v_measurements", "v_elites", "v_best"})
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
 
@@ -259,7 +259,7 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   std::string before = dump(path);
   {
     Store again = Store::open(path);
-    CHECK(again.schema_version() == 5);
+    CHECK(again.schema_version() == 6);
   }
   CHECK(dump(path) == before);
 }
@@ -720,9 +720,9 @@ TEST_CASE("open refuses paths a user must fix, saying why", "[store]") {
     }
     const std::string before = slurp(path);
     std::string msg = error_of([&] { Store::open(path); });
-    CHECK(contains(msg, "created by a newer evotune (schema 99 > 5)"));
+    CHECK(contains(msg, "created by a newer evotune (schema 99 > 6)"));
     msg = error_of([&] { Store::open(path, Store::Mode::read_only); });
-    CHECK(contains(msg, "schema 99 > 5"));
+    CHECK(contains(msg, "schema 99 > 6"));
     CHECK(slurp(path) == before);
   }
 
@@ -1144,4 +1144,53 @@ TEST_CASE("profiles: one per trial and problem, a new one replaces the old, read
   CHECK_THROWS_AS(s.record_profile(run, {a.id, 1, p, "", ""}), StoreError);
   Store ro = Store::open(dir.file("p.db"), Store::Mode::read_only);
   CHECK_THROWS_AS(ro.record_profile(run, {a.id, 0, p, "", ""}), StoreError);
+}
+
+TEST_CASE("baselines: one per run, problem and name, replaced when measured again; skipped ones keep their reason",
+          "[store]") {
+  TempDir dir;
+  Store s = Store::open(dir.file("b.db"));
+  int64_t run = s.create_run(sample_run());
+  CHECK(s.baselines(run).empty());
+  BaselineResult lt;
+  lt.problem = 0;
+  lt.name = "cublaslt";
+  lt.library = "cublaslt";
+  lt.detail = "cuBLASLt 13.0.2, algo 21";
+  lt.m.p50_us = 51.5;
+  lt.m.samples = 40;
+  lt.m.err.max_abs = 0.004;
+  s.record_baseline(run, lt);
+  lt.m.p50_us = 50.25;  // measured again: replaces
+  s.record_baseline(run, lt);
+  BaselineResult skipped;
+  skipped.name = "cudnn";
+  skipped.library = "torch_sdpa";
+  skipped.status = "skipped";
+  skipped.reason = "PyTorch not installed";
+  s.record_baseline(run, skipped);
+  std::vector<BaselineResult> got = s.baselines(run);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].name == "cublaslt");
+  CHECK(got[0].m.p50_us == 50.25);
+  CHECK(got[0].m.samples == 40);
+  CHECK(got[0].m.err.max_abs == 0.004);
+  CHECK(got[0].detail == "cuBLASLt 13.0.2, algo 21");
+  CHECK(got[1].status == "skipped");
+  CHECK(got[1].reason == "PyTorch not installed");
+  CHECK(got[1].m.p50_us == 0);
+  skipped.status = "lost";  // not a status
+  CHECK_THROWS_AS(s.record_baseline(run, skipped), StoreError);
+  // Summarized over the run's problems: a baseline ok on all has a time, the
+  // trial's speedup uses its re-timed time.
+  std::vector<BaselineSummary> sum = summarize_baselines(got, 1);
+  REQUIRE(sum.size() == 2);
+  CHECK(sum[0].us == 50.25);
+  CHECK(sum[1].us == 0);
+  REQUIRE(sum[1].not_ok());
+  CHECK(sum[1].not_ok()->reason == "PyTorch not installed");
+  Trial t = sample_trial(100);
+  t.final_us = 25.125;
+  CHECK(speedup_over(t, sum[0]) == Approx(2.0));
+  CHECK(summarize_baselines(got, 2)[0].us == 0);  // not measured on problem 1
 }
