@@ -124,6 +124,7 @@ def main(a):
          "p90_us": samples[min(n - 1, math.ceil(0.9 * n) - 1)], "min_us": samples[0], "mean_us": mean,
          "cv": sd / mean if mean > 0 else 0.0, "samples": n, "err": err}
     cudnn = torch.backends.cudnn.version()
+    cudnn = f"{cudnn // 10000}.{cudnn % 10000 // 100}.{cudnn % 100}" if cudnn else None  # 91900: 9.19.0
     detail = (f"PyTorch {torch.__version__}" + (f", cuDNN {cudnn}" if cudnn else "") +
               (", CUDA graph" if graphed else ", eager launches (graph capture refused)"))
     emit(status="ok", m=m, detail=detail)
