@@ -80,6 +80,7 @@ void Surrogate::add(const Config& c, std::optional<double> fitness) {
     const double y = std::log(*fitness);
     err_additive_ += (a - y) * (a - y);
     err_neighbours_ += (n - y) * (n - y);
+    ++predicted_;
   }
   points_.push_back(point(c));
   log_fitness_.push_back(fitness ? std::optional<double>(std::log(*fitness)) : std::nullopt);
@@ -134,6 +135,12 @@ void Surrogate::refit() {
   // it predicted before they were added.
   const double err = err_additive_ + err_neighbours_;
   additive_share_ = err > 0 ? err_neighbours_ / err : 1;
+}
+
+double Surrogate::skill() const {
+  if (predicted_ == 0 || spread_ <= 0) return 0;
+  const double mean_square = std::min(err_additive_, err_neighbours_) / static_cast<double>(predicted_);
+  return 1 - mean_square / (spread_ * spread_);
 }
 
 double Surrogate::additive(const Point& x) const {

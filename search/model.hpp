@@ -57,6 +57,11 @@ class Surrogate {
   // The additive estimate's share of the blend, in [0, 1] (1 until there
   // are errors to weigh).
   double additive_share() const { return additive_share_; }
+  // How well the model has foreseen the ok trials it predicted before they
+  // were added: one less the better estimate's mean squared error over the
+  // variance of the ok log fitness (1: exact; 0 or less: no better than
+  // the mean; 0 until there is a prediction to judge).
+  double skill() const;
 
  private:
   double distance2(const Point& a, const Point& b) const;
@@ -73,15 +78,16 @@ class Surrogate {
   // The two estimates at x: additive part plus the neighbours' residuals,
   // and the neighbours' log fitness alone.
   std::pair<double, double> estimates(const Point& x) const;
-  std::vector<double> target_;  // per point of the last refit: log fitness, failures counted
+  std::vector<double> target_;                    // per point of the last refit: log fitness, failures counted
   double err_additive_ = 0, err_neighbours_ = 0;  // squared errors of each estimate on points before they were added
+  size_t predicted_ = 0;                          // the points those errors were summed over
   double additive_share_ = 1;
   size_t value_at(const Point& x, size_t d) const;
 
   double mean_ = 0;                          // of the log fitness, failures counted
   std::vector<std::vector<double>> effect_;  // per dim, per value index
   std::vector<double> residual_;             // per point: log fitness less the additive part
-  double spread_ = 0;      // standard deviation of the ok log fitness
+  double spread_ = 0;                        // standard deviation of the ok log fitness
 };
 
 }  // namespace evotune

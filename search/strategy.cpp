@@ -23,6 +23,9 @@ constexpr int kRepairAttempts = 64;
 // Values of one parameter a neighbourhood candidate may move to: those
 // nearest the current one in the ordered list (all of a shorter list).
 constexpr size_t kNeighbourValues = 16;
+// How far the random start may run past its size (a multiple of it) while
+// the model foresees the trials no better than their mean.
+constexpr size_t kStartExtension = 2;
 
 // Position of c in the odometer walk over value indices (last parameter
 // fastest); nullopt when c holds a value outside its parameter's list.
@@ -248,10 +251,8 @@ class EvoStrategy : public StrategyBase {
   std::optional<Config> propose() override {
     if (auto d = default_once()) return propose_evo(*d);
     if (auto st = next_start()) return propose_evo(*st);
-    // Marked configs count too, so a resumed run goes straight to breeding.
-    const bool starting = seen_.size() < start_size() || population_.ok_trials().size() < 2;
     std::optional<Config> c;
-    if (!starting) c = model_pick();
+    if (!starting()) c = model_pick();
     if (!c) c = random_unseen(kEvoRandomDraws);
     if (!c) return std::nullopt;
     return propose_evo(*c);
@@ -289,6 +290,19 @@ class EvoStrategy : public StrategyBase {
   }
 
  private:
+  // Whether the next config is a random one. Marked configs count too, so
+  // a resumed run goes straight to breeding. Past its size, the start goes
+  // on while the model has foreseen the trials so far no better than their
+  // mean would (a space whose values act together more than alone, or a
+  // start that saw too little): its picks would only follow chance
+  // resemblances to the first results.
+  bool starting() {
+    if (seen_.size() < start_size() || population_.ok_trials().size() < 2) return true;
+    if (seen_.size() >= kStartExtension * start_size()) return false;
+    refit();
+    return model_.skill() <= 0;
+  }
+
   // Configs before breeding starts: the default and the spec's starts
   // count; a small budget gets a shorter start.
   size_t start_size() const {

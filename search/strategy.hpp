@@ -26,7 +26,8 @@ struct StrategyOptions {
   uint64_t seed = 1;
   int elites = 6;           // K: the population that always survives
   int budget = 0;             // the run's budget, when known: a small one gets a shorter random start
-  int initial_random = 10;    // configs (the default and the starts included) before breeding starts
+  int initial_random = 10;    // configs (the default and the starts included) before breeding starts; up to
+                              // twice as many while the model predicts the trials no better than their mean
   int children = 32;          // candidate children bred for each proposal; the model picks one
   int random_candidates = 8;  // random configs among the candidates
   int neighbourhood = 1;      // the best ok configs whose one-parameter variants are all candidates too

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -52,6 +53,49 @@ struct Fitted {
     model.refit();
   }
 };
+
+// 4096 configs: four parameters of eight values each.
+const std::string kFourParams = R"toml(
+[[param]]
+name = "A"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "B"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "D"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+[[param]]
+name = "E"
+values = [0, 1, 2, 3, 4, 5, 6, 7]
+)toml";
+
+struct FourParams {
+  KernelSpec spec = evotune_test::spec_from(evotune_test::spec_text(R"(["N"])", kFourParams));
+  SearchSpace space{spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{}};
+
+  // The model after 120 of the configs, scattered by a fixed generator,
+  // arrived one at a time with fitness f, refit after each (so each is
+  // predicted before it is added).
+  Surrogate fed(const std::function<double(const std::vector<int>&)>& f) const {
+    Surrogate model{space};
+    uint32_t state = 12345;
+    for (int i = 0; i < 120; ++i) {
+      std::vector<int> v;
+      for (int k = 0; k < 4; ++k) v.push_back(static_cast<int>(((state = state * 1664525u + 1013904223u) >> 16) % 8));
+      model.add(Config::parse("A=" + std::to_string(v[0]) + ",B=" + std::to_string(v[1]) +
+                              ",D=" + std::to_string(v[2]) + ",E=" + std::to_string(v[3])),
+                f(v));
+      model.refit();
+    }
+    return model;
+  }
+};
+
+// Separable: what each value does on its own is all there is.
+double separable_four(const std::vector<int>& v) {
+  return std::exp(0.3 * std::abs(v[0] - 6) + 0.2 * std::abs(v[1] - 1) + 0.25 * std::abs(v[2] - 3) + 0.1 * v[3]);
+}
 
 }  // namespace
 
@@ -107,46 +151,29 @@ TEST_CASE("the model carries what each value does on its own to combinations not
 }
 
 TEST_CASE("the model leans on the estimate that predicted the trials better", "[search]") {
-  const std::string four = R"toml(
-[[param]]
-name = "A"
-values = [0, 1, 2, 3, 4, 5, 6, 7]
-[[param]]
-name = "B"
-values = [0, 1, 2, 3, 4, 5, 6, 7]
-[[param]]
-name = "D"
-values = [0, 1, 2, 3, 4, 5, 6, 7]
-[[param]]
-name = "E"
-values = [0, 1, 2, 3, 4, 5, 6, 7]
-)toml";
-  KernelSpec spec = evotune_test::spec_from(evotune_test::spec_text(R"(["N"])", four));
-  SearchSpace space{spec, {spec.parse_problem("N=1", Dtype::fp16)}, DeviceTraits{}};
-  // 120 of the 4096 configs, scattered by a fixed generator, arrive one at a
-  // time and the model is refit after each, so each is predicted before it
-  // is added.
-  auto share_after = [&](const std::function<double(const std::vector<int>&)>& f) {
-    Surrogate model{space};
-    uint32_t state = 12345;
-    for (int i = 0; i < 120; ++i) {
-      std::vector<int> v;
-      for (int k = 0; k < 4; ++k) v.push_back(static_cast<int>(((state = state * 1664525u + 1013904223u) >> 16) % 8));
-      model.add(Config::parse("A=" + std::to_string(v[0]) + ",B=" + std::to_string(v[1]) + ",D=" + std::to_string(v[2]) +
-                              ",E=" + std::to_string(v[3])),
-                f(v));
-      model.refit();
-    }
-    return model.additive_share();
-  };
-  CHECK(share_after([](const std::vector<int>&) { return 1.0; }) == Approx(1.0));  // no error either way
-  // Separable: what each value does on its own is all there is.
-  const double separable = share_after([](const std::vector<int>& v) {
-    return std::exp(0.3 * std::abs(v[0] - 6) + 0.2 * std::abs(v[1] - 1) + 0.25 * std::abs(v[2] - 3) + 0.1 * v[3]);
-  });
+  FourParams four;
+  CHECK(four.fed([](const std::vector<int>&) { return 1.0; }).additive_share() == Approx(1.0));  // no error either way
+  const double separable = four.fed(separable_four).additive_share();
   // The values act only together: good where A and B agree, whatever they are.
-  const double together = share_after([](const std::vector<int>& v) { return std::exp(0.5 * std::abs(v[0] - v[1])); });
+  const double together =
+      four.fed([](const std::vector<int>& v) { return std::exp(0.5 * std::abs(v[0] - v[1])); }).additive_share();
   INFO("additive share: separable " << separable << ", together " << together);
   CHECK(separable > 0.5);
   CHECK(together < 0.5);
+}
+
+TEST_CASE("the model's skill tells a landscape it foresees from one it cannot", "[search]") {
+  FourParams four;
+  CHECK(Surrogate{four.space}.skill() == 0);  // nothing predicted yet
+  const double separable = four.fed(separable_four).skill();
+  // Fitness that no parameter explains: a fixed scramble of the values.
+  const double noise = four.fed([](const std::vector<int>& v) {
+                             const uint32_t h =
+                                 static_cast<uint32_t>(v[0] + 8 * v[1] + 64 * v[2] + 512 * v[3]) * 2654435761u;
+                             return std::exp(static_cast<double>(h >> 24) / 256.0);
+                           })
+                           .skill();
+  INFO("skill: separable " << separable << ", noise " << noise);
+  CHECK(separable > 0.5);
+  CHECK(noise <= 0);
 }
