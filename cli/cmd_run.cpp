@@ -104,8 +104,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
                   "or names (e.g. cublaslt,reference); a library not installed is skipped with the reason");
   auto profile_top = std::make_shared<int>(0);
   cmd->add_option("--profile", *profile_top,
-                  "at the end, Nsight Compute on the top N elites and the default config, as `evotune profile` "
-                  "(needs ncu; default 0: none)")
+                  "at the end, Nsight Compute on the top N elites, the default config and the baselines measured, as "
+                  "`evotune profile --baseline` (needs ncu; default 0: none)")
       ->check(CLI::Range(0, 100));
   cmd->callback([&ctx, cmd, opts, shapes, named, dtype, resume, no_flush, profile_top] {
     std::set<std::string> given;
@@ -128,6 +128,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
         po.db_path = ctx.db_path;
         po.run_id = r.run.id;
         po.top = *profile_top;
+        po.baselines = true;
         po.exe = o.worker_exe;
         profile_run(po, std::cout);
       }
@@ -142,18 +143,21 @@ void add_profile_command(CLI::App& app, Context& ctx) {
   auto no_default = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand(
       "profile",
-      "Nsight Compute on a run's top elites and default config (duration, SM and tensor-pipe use, occupancy, DRAM, "
-      "L2 hit rate, resources, warp stalls), stored with the trials for `report` (needs ncu and a GPU)");
+      "Nsight Compute on a run's top elites, default config and (--baseline) baselines (duration, SM and tensor-pipe "
+      "use, occupancy, DRAM, L2 hit rate, resources, warp stalls), stored for `report` (needs ncu and a GPU)");
   cmd->add_option("run", *run, "run id, or 'last'")->required();
   cmd->add_option("--top", opts->top, "elites to profile, best first (default 3)")->check(CLI::Range(1, 100));
   cmd->add_flag("--no-default", *no_default, "leave the template's default config out");
+  cmd->add_flag("--baseline", opts->baselines,
+                "the run's baselines measured ok too: the reference kernel and the vendor libraries' kernels (one "
+                "call each, measured again on its problem; the longest kernel of the call is stored)");
   cmd->add_option("--timeout", opts->timeout_s, "seconds one trial may take under ncu (default 600)")
       ->check(CLI::PositiveNumber);
   cmd->footer(
       "\nEach trial is evaluated once more by this binary under ncu, which profiles the first launch of each of the "
       "run's problems in the timed series (caches flushed, the GPU's own clocks). ncu is looked for in $EVOTUNE_NCU, "
       "PATH, $CUDA_HOME/bin and /usr/local/cuda/bin; without it, or without access to the GPU's counters, the command "
-      "exits 5 and changes nothing.\n\nExample: evotune profile last --top 3 && evotune report last -o "
+      "exits 5 and changes nothing.\n\nExample: evotune profile last --top 3 --baseline && evotune report last -o "
       "reports/summary.md");
   cmd->callback([&ctx, run, opts, no_default] {
     ctx.action = [&ctx, run, opts, no_default] {

@@ -587,17 +587,38 @@ void GpuSession::time_problem(size_t pi, Candidate& cand, const EvalRequest& req
         ++pp.launches;
         if (l.launch(s) != CUDA_SUCCESS) throw Fault{TrialStatus::crashed, label + ": relaunch failed", true};
       },
-      req.sustained, abort_us, m);
+      req.sustained, abort_us, m, kTimedRange);
+}
+
+namespace {
+
+// An NVTX range (nothing without a tool attached), popped on every way out.
+struct NvtxRange {
+  explicit NvtxRange(const char* name) : on(name != nullptr) {
+    if (on) nvtxRangePushA(name);
+  }
+  ~NvtxRange() {
+    if (on) nvtxRangePop();
+  }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+  bool on;
+};
+
+}  // namespace
+
+void GpuSession::profiled_launch(const BaselineResult& r, const std::function<void(cudaStream_t)>& launch) {
+  if (!r.ok()) return;
+  const std::string name = baseline_range(r.name, r.problem);
+  {
+    NvtxRange range(name.c_str());
+    launch(stream_->get());
+  }
+  sync(("a baseline on " + problems_[static_cast<size_t>(r.problem)].setup.label).c_str());
 }
 
 void GpuSession::time_series(const std::string& label, const std::function<void(cudaStream_t)>& launch_on,
-                             const SustainedTiming& sus, double abort_us, Measurement& m) {
-  // An NVTX range around the timed launches, where the profile step's ncu
-  // looks (nothing without a tool attached).
-  struct TimedRange {
-    TimedRange() { nvtxRangePushA(kTimedRange); }
-    ~TimedRange() { nvtxRangePop(); }
-  } range;
+                             const SustainedTiming& sus, double abort_us, Measurement& m, const char* nvtx_range) {
   const cudaStream_t s = stream_->get();
   const TimingOptions& to = setup_.timing;
   const bool gpu_busy = last_timed_ && ms_since(*last_timed_) < to.busy_gap_ms;
@@ -617,7 +638,10 @@ void GpuSession::time_series(const std::string& label, const std::function<void(
 
   // Estimate one launch, then warm up by time.
   cudaEventRecord(starts[0].get(), s);
-  launch();
+  {
+    NvtxRange range(nvtx_range);
+    launch();
+  }
   cudaEventRecord(stops[0].get(), s);
   synced(cudaEventSynchronize(stops[0].get()), "");
   float est_ms = 0;
@@ -723,14 +747,13 @@ BaselineResult GpuSession::reference_baseline(const BaselineRequest& req) {
   r.name = req.name;
   r.library = req.library;
   r.detail = "the template's reference kernel (" + st.setup.reference.entry + ")";
-  time_series(
-      st.setup.label,
-      [&](cudaStream_t s) {
-        if (st.reference->launch(s) != CUDA_SUCCESS)
-          throw Fault{TrialStatus::crashed, st.setup.label + ": the reference kernel failed to launch", true};
-      },
-      req.sustained, 0, r.m);
+  auto launch = [&](cudaStream_t s) {
+    if (st.reference->launch(s) != CUDA_SUCCESS)
+      throw Fault{TrialStatus::crashed, st.setup.label + ": the reference kernel failed to launch", true};
+  };
+  time_series(st.setup.label, launch, req.sustained, 0, r.m);
   r.m.problem = req.problem;
+  profiled_launch(r, launch);
   return r;
 }
 
@@ -750,24 +773,26 @@ std::vector<BaselineResult> GpuSession::cublaslt_baseline(const BaselineRequest&
   // timed; the first is the heuristic's choice, the fastest correct one of
   // the first `top` the best a user could pick.
   std::vector<BaselineResult> each;
+  auto launch_of = [&](int i) {
+    return [&, i](cudaStream_t s) {
+      std::string why;
+      if (!lt.run(i, s, why)) throw Fault{TrialStatus::launch_error, st.setup.label + ": " + why};
+    };
+  };
   for (int i = 0; i < lt.algorithms(); ++i) {
     BaselineResult r;
     r.problem = req.problem;
     r.library = req.library;
     r.detail = lt.version() + ", " + lt.describe(i);
-    auto launch = [&](cudaStream_t s) {
-      std::string why;
-      if (!lt.run(i, s, why)) throw Fault{TrialStatus::launch_error, st.setup.label + ": " + why};
-    };
     try {
       std::string wrong;
-      r.m.err = check_baseline(pi, launch, wrong);
+      r.m.err = check_baseline(pi, launch_of(i), wrong);
       if (!wrong.empty()) {
         r.status = "wrong";
         r.reason = wrong;
       } else {
         const ErrorStats err = r.m.err;
-        time_series(st.setup.label, launch, req.sustained, 0, r.m);
+        time_series(st.setup.label, launch_of(i), req.sustained, 0, r.m);
         r.m.err = err;
       }
     } catch (const Fault& f) {
@@ -779,13 +804,17 @@ std::vector<BaselineResult> GpuSession::cublaslt_baseline(const BaselineRequest&
   }
   std::vector<BaselineResult> out = {each.front()};
   out.front().name = req.name;
+  profiled_launch(out.front(), launch_of(0));
   if (top > 1) {
-    const BaselineResult* best = nullptr;
-    for (const BaselineResult& r : each)
-      if (r.ok() && (!best || r.m.p50_us < best->m.p50_us)) best = &r;
-    BaselineResult b = best ? *best : each.front();
+    int best = -1;
+    for (int i = 0; i < static_cast<int>(each.size()); ++i)
+      if (each[static_cast<size_t>(i)].ok() && (best < 0 || each[static_cast<size_t>(i)].m.p50_us <
+                                                               each[static_cast<size_t>(best)].m.p50_us))
+        best = i;
+    BaselineResult b = each[static_cast<size_t>(std::max(best, 0))];
     b.name = req.name + "-top" + std::to_string(top);
     b.detail += strfmt(" (fastest of the heuristic's first %d)", lt.algorithms());
+    profiled_launch(b, launch_of(std::max(best, 0)));
     out.push_back(std::move(b));
   }
   return out;

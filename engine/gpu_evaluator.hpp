@@ -77,9 +77,14 @@ class GpuSession {
   void time_problem(size_t pi, Candidate& cand, const EvalRequest& req, Measurement& m);
   // The timing method, for any launch (a candidate's, a baseline's): an
   // estimate, a warm-up, then launches each after an L2 flush between CUDA
-  // events, until target_ms of kernel time; p50, p90, min, mean, cv.
+  // events, until target_ms of kernel time; p50, p90, min, mean, cv. The
+  // estimate launch is in the NVTX range `nvtx_range` where one is given.
   void time_series(const std::string& label, const std::function<void(cudaStream_t)>& launch,
-                   const SustainedTiming& sustained, double abort_us, Measurement& m);
+                   const SustainedTiming& sustained, double abort_us, Measurement& m,
+                   const char* nvtx_range = nullptr);
+  // One more launch of a measured baseline, alone in its NVTX range
+  // (baseline_range), where the profile step's ncu finds it.
+  void profiled_launch(const BaselineResult& r, const std::function<void(cudaStream_t)>& launch);
   BaselineResult reference_baseline(const BaselineRequest& req);
   std::vector<BaselineResult> cublaslt_baseline(const BaselineRequest& req);
   // Poisons the problem's outputs, launches once, compares with the reference.

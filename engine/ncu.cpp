@@ -128,22 +128,20 @@ std::vector<KernelProfile> parse_ncu_raw_csv(const std::string& text) {
   return out;
 }
 
-NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, int launches, double timeout_s) {
-  std::vector<std::string> args = {ncu,
-                                   "--target-processes",
-                                   "all",
-                                   "--clock-control",
-                                   "none",
-                                   "--nvtx",
-                                   "--nvtx-include",
-                                   std::string(kTimedRange) + "/",
-                                   "--launch-count",
-                                   std::to_string(launches),
-                                   "--csv",
-                                   "--page",
-                                   "raw",
-                                   "--metrics",
-                                   ncu_metrics()};
+std::string baseline_range(const std::string& name, int problem) {
+  return "evotune_baseline " + name + " p" + std::to_string(problem);
+}
+
+NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
+                  int launches, double timeout_s) {
+  std::vector<std::string> args = {ncu,          "--target-processes", "all", "--clock-control", "none", "--nvtx",
+                                   "--nvtx-include", range + "/"};
+  if (launches > 0) {
+    args.push_back("--launch-count");
+    args.push_back(std::to_string(launches));
+  }
+  for (const char* a : {"--csv", "--page", "raw", "--metrics"}) args.push_back(a);
+  args.push_back(ncu_metrics());
   args.insert(args.end(), program.begin(), program.end());
   const CapturedRun r = run_captured(args, timeout_s);
   return NcuOutput{r.exit_code, r.text};

@@ -25,21 +25,27 @@ std::string ncu_metrics();
 // a row lacks the duration.
 std::vector<KernelProfile> parse_ncu_raw_csv(const std::string& text);
 
-// The NVTX range the worker opens around its timed launches of each
-// problem (the estimate launch comes first in it): the profile step asks
-// ncu for the first kernel in each such range.
+// The NVTX range around the first launch of each problem's timed series of a
+// trial (the estimate launch; nothing else is in it): the profile step asks
+// ncu for the kernels in such ranges, one per problem.
 constexpr const char* kTimedRange = "evotune_timed";
 
-// Runs `ncu --target-processes all --clock-control none --nvtx --nvtx-include <kTimedRange>/
-// --launch-count <launches> --csv --page raw --metrics <ncu_metrics()>
-// program...`, its output (ncu's lines, the program's and the CSV) captured
-// whole. Exit code -1: killed at the timeout. Throws EngineError when ncu
-// cannot be started.
+// The NVTX range around one more launch of a baseline's kernels (the
+// library's call, which may launch several) after it was measured, for the
+// profile step: one name per baseline result and problem index.
+std::string baseline_range(const std::string& name, int problem);
+
+// Runs `ncu --target-processes all --clock-control none --nvtx --nvtx-include <range>/
+// [--launch-count <launches>] --csv --page raw --metrics <ncu_metrics()>
+// program...` (launches <= 0: every kernel in the range), its output (ncu's
+// lines, the program's and the CSV) captured whole. Exit code -1: killed at
+// the timeout. Throws EngineError when ncu cannot be started.
 struct NcuOutput {
   int exit_code = 0;
   std::string text;
 };
-NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, int launches, double timeout_s);
+NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
+                  int launches, double timeout_s);
 
 // What ncu's output says went wrong, or "" when nothing did: no permission
 // to read the performance counters (ERR_NVGPUCTRPERM), or no kernel matched.

@@ -6,6 +6,7 @@
 #include "core/strings.hpp"
 #include "engine/child_process.hpp"
 #include "engine/cuda_tools.hpp"
+#include "engine/ncu.hpp"
 
 namespace evotune {
 
@@ -56,6 +57,7 @@ BaselineResult torch_sdpa_baseline(const TorchSdpaRequest& req, double timeout_s
                          {"seed", req.seed},
                          {"dtype", req.dtype},
                          {"backend", req.backend},
+                         {"nvtx_range", baseline_range(req.name, req.problem)},
                          {"timing", timing_of(req)}};
   for (const auto& [k, v] : req.values) args[k] = v;
   const CapturedRun run =

@@ -91,7 +91,6 @@ def main(a):
         stop.record()
 
     one.value = 0
-    torch.cuda.nvtx.range_push("evotune_timed")  # where the profile step's ncu looks
     e0, e1 = ev(enable_timing=True), ev(enable_timing=True)
     one(e0, e1, flushed=False)
     e1.synchronize()
@@ -115,7 +114,11 @@ def main(a):
             one(*p)
         torch.cuda.synchronize()
         samples += [p[0].elapsed_time(p[1]) * 1e3 for p in pairs]
+    # One more call alone in its NVTX range, where the profile step's ncu looks.
+    torch.cuda.nvtx.range_push(a["nvtx_range"])
+    call()
     torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
     samples.sort()
     n = len(samples)
     mean = sum(samples) / n

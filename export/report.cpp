@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/format.hpp"
+#include "core/peak.hpp"
 #include "core/profile.hpp"
 #include "core/strings.hpp"
 #include "export/cpp_text.hpp"
@@ -67,49 +68,68 @@ std::vector<BaselineSummary> ok_baselines(const std::vector<BaselineSummary>& al
   return out;
 }
 
-void write_top_line_row(std::ostream& md, const RunInfo& r, const KernelSpec& spec, const std::optional<Trial>& def,
-                        const std::vector<BaselineSummary>& baselines, const std::string& name, const Trial& t) {
+// What the top line's rows share.
+struct TopLine {
+  const RunInfo& r;
+  const KernelSpec& spec;
+  const std::optional<Trial>& def;
+  std::vector<BaselineSummary> baselines;  // measured ok on every problem
+  Peak peak;
+};
+
+std::string pct_of_peak(double tflops, const Peak& peak) {
+  return tflops > 0 ? strfmt("%.1f", 100 * tflops / peak.tflops) : "-";
+}
+
+void write_top_line_row(std::ostream& md, const TopLine& c, const std::string& name, const Trial& t) {
+  const RunInfo& r = c.r;
   md << "| " << name << " | " << t.seq << " |";
   for (size_t i = 0; i < r.problems.size(); ++i)
     md << " " << (i < t.per_problem.size() ? fmt_us(t.per_problem[i].p50_us) : "-") << " |";
   md << " " << (t.final_us > 0 ? fmt_us(t.final_us) : "-") << " |";
   std::vector<double> tf;
   for (size_t i = 0; i < r.problems.size() && i < t.per_problem.size(); ++i) {
-    double fl = spec.flops_of(r.problems[i]);
+    double fl = c.spec.flops_of(r.problems[i]);
     if (fl > 0 && t.per_problem[i].p50_us > 0) tf.push_back(fl / (t.per_problem[i].p50_us * 1e-6) / 1e12);
   }
   double sp = 0;
-  if (def && def->ok()) {
+  if (c.def && c.def->ok()) {
     std::vector<double> rs;
-    for (size_t i = 0; i < t.per_problem.size() && i < def->per_problem.size(); ++i)
-      rs.push_back(def->per_problem[i].p50_us / t.per_problem[i].p50_us);
+    for (size_t i = 0; i < t.per_problem.size() && i < c.def->per_problem.size(); ++i)
+      rs.push_back(c.def->per_problem[i].p50_us / t.per_problem[i].p50_us);
     sp = geomean(rs);
   }
   double mx = 0, mean = 0;
   for (const auto& m : t.per_problem) mx = std::max(mx, m.err.max_abs), mean = std::max(mean, m.err.mean_abs);
-  md << " " << (tf.empty() ? "-" : strfmt("%.1f", geomean(tf))) << " | " << fmt_ratio(sp) << " |";
-  for (const BaselineSummary& b : baselines) md << " " << fmt_ratio(speedup_over(t, b)) << " |";
+  const double tflops = tf.empty() ? 0 : geomean(tf);
+  md << " " << (tflops > 0 ? strfmt("%.1f", tflops) : "-") << " |";
+  if (c.peak.tflops > 0) md << " " << pct_of_peak(tflops, c.peak) << " |";
+  md << " " << fmt_ratio(sp) << " |";
+  for (const BaselineSummary& b : c.baselines) md << " " << fmt_ratio(speedup_over(t, b)) << " |";
   md << " " << fmt_sci(mx) << " | " << fmt_sci(mean) << " | " << t.res.registers << " | " << fmt_kib(t.res.smem_total())
      << " | `" << t.config.canonical() << "` |\n";
 }
 
-void write_top_line(std::ostream& md, const RunInfo& r, const KernelSpec& spec, const std::vector<Trial>& elites,
-                    const std::optional<Trial>& def, const std::vector<BaselineSummary>& all_baselines) {
-  const std::vector<BaselineSummary> baselines = ok_baselines(all_baselines);
+void write_top_line(std::ostream& md, const TopLine& c, const std::vector<Trial>& elites) {
+  const RunInfo& r = c.r;
   md << "## Top line\n\n";
   md << "p50 in the search; re-timed: the elites' final interleaved re-timing under sustained load (geomean over "
-        "problems), the time the speedups over the baselines use (the baselines were timed the same way).\n\n";
-  md << "| variant | trial |";
+        "problems), the time the speedups over the baselines use (the baselines were timed the same way).";
+  if (c.peak.tflops > 0)
+    md << " % of peak: TFLOP/s over " << strfmt("%.1f", c.peak.tflops) << " TFLOP/s (" << c.peak.what << ").";
+  else
+    md << " No % of peak: this GPU's peak for " << r.dtype << " is not in evotune's table (core/peak.cpp).";
+  md << "\n\n| variant | trial |";
   for (size_t i = 0; i < r.problems.size(); ++i)
     md << " p50 µs" << (r.problems.size() > 1 ? " [" + std::to_string(i) + "]" : "") << " |";
-  md << " re-timed µs | TFLOP/s | vs default |";
-  for (const BaselineSummary& b : baselines) md << " vs " << b.name << " |";
+  md << " re-timed µs | TFLOP/s |" << (c.peak.tflops > 0 ? " % of peak |" : "") << " vs default |";
+  for (const BaselineSummary& b : c.baselines) md << " vs " << b.name << " |";
   md << " max abs err | mean abs err | regs | smem | config |\n|---|---|";
-  for (size_t i = 0; i < r.problems.size() + baselines.size(); ++i) md << "---|";
+  for (size_t i = 0; i < r.problems.size() + c.baselines.size() + (c.peak.tflops > 0 ? 1 : 0); ++i) md << "---|";
   md << "---|---|---|---|---|---|---|---|\n";
-  if (def && def->ok()) write_top_line_row(md, r, spec, def, baselines, "default config", *def);
+  if (c.def && c.def->ok()) write_top_line_row(md, c, "default config", *c.def);
   int rank = 0;
-  for (const auto& e : elites) write_top_line_row(md, r, spec, def, baselines, "elite #" + std::to_string(++rank), e);
+  for (const auto& e : elites) write_top_line_row(md, c, "elite #" + std::to_string(++rank), e);
   if (elites.empty()) md << "\nNo trial passed every gate.\n";
 }
 
@@ -117,13 +137,15 @@ void write_top_line(std::ostream& md, const RunInfo& r, const KernelSpec& spec, 
 // errors against the reference, what it was (library, algorithm), or why it
 // was not measured.
 void write_baselines(std::ostream& md, const RunInfo& r, const KernelSpec& spec,
-                     const std::vector<BaselineSummary>& baselines, const std::vector<Trial>& elites) {
+                     const std::vector<BaselineSummary>& baselines, const std::vector<Trial>& elites,
+                     const Peak& peak) {
   if (baselines.empty()) return;
   md << "\n## Baselines\n\nMeasured after the search on the same GPU, with the elites' final timing method (L2 "
         "flushed before each launch, sustained load, p50). Errors: against the template's reference (cuBLASLt), or "
         "fp32 attention on PyTorch's own inputs (PyTorch).\n\n";
-  md << "| baseline | problem | p50 µs | TFLOP/s | best elite vs it | max abs err | mean abs err | status | detail "
-        "|\n|---|---|---|---|---|---|---|---|---|\n";
+  md << "| baseline | problem | p50 µs | TFLOP/s |" << (peak.tflops > 0 ? " % of peak |" : "")
+     << " best elite vs it | max abs err | mean abs err | status | detail |\n|---|---|---|---|"
+     << (peak.tflops > 0 ? "---|" : "") << "---|---|---|---|---|\n";
   for (const BaselineSummary& b : baselines)
     for (size_t i = 0; i < b.per_problem.size(); ++i) {
       const BaselineResult* x = b.per_problem[i];
@@ -138,9 +160,11 @@ void write_baselines(std::ostream& md, const RunInfo& r, const KernelSpec& spec,
         sp = us > 0 ? x->m.p50_us / us : 0;
       }
       const bool ref = x->library == "reference";
+      const double tflops = timed && fl > 0 ? fl / (x->m.p50_us * 1e-6) / 1e12 : 0;
       md << "| " << b.name << " | " << r.problems[i].canonical() << " | " << (timed ? fmt_us(x->m.p50_us) : "-")
-         << " | " << (timed && fl > 0 ? strfmt("%.1f", fl / (x->m.p50_us * 1e-6) / 1e12) : "-") << " | "
-         << fmt_ratio(sp) << " | " << (ref || !timed ? "-" : fmt_sci(x->m.err.max_abs)) << " | "
+         << " | " << (tflops > 0 ? strfmt("%.1f", tflops) : "-") << " | ";
+      if (peak.tflops > 0) md << pct_of_peak(tflops, peak) << " | ";
+      md << fmt_ratio(sp) << " | " << (ref || !timed ? "-" : fmt_sci(x->m.err.max_abs)) << " | "
          << (ref || !timed ? "-" : fmt_sci(x->m.err.mean_abs)) << " | " << x->status
          << (x->reason.empty() ? "" : ": " + one_line_md(x->reason)) << " | " << one_line_md(x->detail) << " |\n";
     }
@@ -318,8 +342,8 @@ void write_profiles(std::ostream& md, const RunInfo& r, const std::vector<TrialP
   std::map<int64_t, std::string> name;
   for (size_t i = 0; i < elites.size(); ++i) name[elites[i].id] = "elite #" + std::to_string(i + 1);
   if (def) name.emplace(def->id, "default config");
-  md << "\n## Nsight Compute\n\nOne launch per trial and problem (`evotune profile`), caches flushed, at the GPU's own "
-        "clocks; "
+  md << "\n## Nsight Compute\n\nOne launch per trial and problem (`evotune profile`), and for a baseline the longest "
+        "kernel of one call, caches flushed, at the GPU's own clocks; "
      << profiles.front().tool
      << ". Stalls: warps stalled per issued instruction, by reason.\n\n"
         "| variant | problem | duration µs | SM % | tensor pipe % | occupancy % | DRAM % | L2 hit % | regs | smem | "
@@ -331,7 +355,10 @@ void write_profiles(std::ostream& md, const RunInfo& r, const std::vector<TrialP
     std::vector<std::string> st;
     for (size_t i = 0; i < p.stalls.size() && i < 3; ++i)
       st.push_back(p.stalls[i].first + " " + strfmt("%.2f", p.stalls[i].second));
-    md << "| " << (it != name.end() ? it->second : "trial id " + std::to_string(tp.trial_id)) << " | "
+    const std::string who = !tp.baseline.empty() ? "baseline " + tp.baseline
+                            : it != name.end()   ? it->second
+                                                 : "trial id " + std::to_string(tp.trial_id);
+    md << "| " << who << " | "
        << (tp.problem < static_cast<int>(r.problems.size()) ? r.problems[static_cast<size_t>(tp.problem)].canonical()
                                                             : std::to_string(tp.problem))
        << " | " << fmt_us(p.duration_us)
@@ -340,15 +367,20 @@ void write_profiles(std::ostream& md, const RunInfo& r, const std::vector<TrialP
        << p.registers << " | " << fmt_kib(p.smem_bytes) << " | " << p.grid << " | " << join(st, ", ") << " |\n";
   }
   if (elites.empty()) return;
+  auto problem_text = [&](int pi) {
+    return pi < static_cast<int>(r.problems.size()) ? r.problems[static_cast<size_t>(pi)].canonical()
+                                                    : std::to_string(pi);
+  };
   bool any = false;
   for (const TrialProfile& tp : profiles) {
-    if (tp.trial_id != elites.front().id) continue;
+    if (!tp.baseline.empty() || tp.trial_id != elites.front().id) continue;
     if (!any) md << "\n### What limits the winner\n\n";
     any = true;
-    md << "- "
-       << (tp.problem < static_cast<int>(r.problems.size()) ? r.problems[static_cast<size_t>(tp.problem)].canonical()
-                                                            : std::to_string(tp.problem))
-       << ": " << limiter(tp.profile) << "\n";
+    md << "- " << problem_text(tp.problem) << ": " << limiter(tp.profile) << "\n";
+    for (const TrialProfile& b : profiles)
+      if (!b.baseline.empty() && b.problem == tp.problem)
+        md << "  - beside it, baseline " << b.baseline << " (" << fmt_us(b.profile.duration_us)
+           << " µs): " << limiter(b.profile) << "\n";
   }
 }
 
@@ -398,8 +430,9 @@ Report make_report(const Store& s, const RunInfo& r, const std::string& plot_ste
   }
   std::ostringstream md;
   write_summary(md, r, trials);
-  write_top_line(md, r, spec, elites, def, baselines);
-  write_baselines(md, r, spec, baselines, elites);
+  const TopLine top_line{r, spec, def, ok_baselines(baselines), peak_tflops(r.device.name, r.dtype)};
+  write_top_line(md, top_line, elites);
+  write_baselines(md, r, spec, baselines, elites, top_line.peak);
   if (!top.empty() && !elites.empty())
     md << "\n![the elites against the default config and the baselines](" << top << ")\n";
   write_convergence(md, trials, conv);

@@ -3,8 +3,10 @@
 # tuning run of fused attention on the seeds' mission shape and one of GEMM,
 # each with the fastest template this GPU runs (sdpa_fwd_sm90 and gemm_sm90 on
 # Hopper, sdpa_fwd and gemm elsewhere), kept in
-# ./evotune.db, the top elites profiled with Nsight Compute where ncu is
-# installed, each run reported in reports/ (Markdown and SVG plots); then
+# ./evotune.db with the vendor baselines measured beside each (cuBLASLt;
+# cuDNN and flash through PyTorch where it is installed), the top elites and
+# the baselines profiled with Nsight Compute where ncu is installed, each run
+# reported in reports/ (Markdown and SVG plots); then
 # the winners exported as headers, and those headers compiled into the
 # example programs and run.
 set -euo pipefail
@@ -16,7 +18,8 @@ attn=sdpa_fwd
 gemm=gemm
 if $E kernels sdpa_fwd_sm90 --json | grep -q '"runs_here": "yes"'; then attn=sdpa_fwd_sm90; fi
 if $E kernels gemm_sm90 --json | grep -q '"runs_here": "yes"'; then gemm=gemm_sm90; fi
-# Nsight Compute on the top 3 elites where ncu is installed (evotune profile).
+# Nsight Compute on the top 3 elites and the baselines where ncu is installed
+# (evotune profile --baseline).
 profile=()
 if command -v ncu >/dev/null || [ -x /usr/local/cuda/bin/ncu ]; then profile=(--profile 3); fi
 $E run --kernel $attn --shape 2,8,512,64 --dtype fp16 --budget 128 --elites 6 "${profile[@]}"

@@ -445,6 +445,43 @@ CREATE TABLE baselines (
 );
 )sql";
 
+// Version 7: profiles of the baselines too. A profile is a trial's or a
+// baseline's (by name), never both: the table is rebuilt with trial_id
+// nullable and a baseline column, its rows kept.
+const char* const kMigration7 = R"sql(
+CREATE TABLE profiles_v7 (
+  id            INTEGER PRIMARY KEY,
+  run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  trial_id      INTEGER REFERENCES trials(id) ON DELETE CASCADE,
+  baseline      TEXT,
+  problem       INTEGER NOT NULL CHECK (problem >= 0),
+  kernel        TEXT    NOT NULL,
+  duration_us   REAL    NOT NULL CHECK (duration_us > 0),
+  sm_pct        REAL,
+  tensor_pct    REAL,
+  occupancy_pct REAL,
+  dram_pct      REAL,
+  l2_hit_pct    REAL,
+  sm_clock_mhz  REAL,
+  registers     INTEGER,
+  smem_bytes    INTEGER,
+  grid          INTEGER,
+  block         INTEGER,
+  stalls        TEXT    NOT NULL DEFAULT '[]',
+  tool          TEXT    NOT NULL DEFAULT '',
+  created_at    TEXT    NOT NULL,
+  CHECK ((trial_id IS NULL) <> (baseline IS NULL)),
+  UNIQUE (trial_id, problem),
+  UNIQUE (run_id, baseline, problem)
+);
+INSERT INTO profiles_v7 (id, run_id, trial_id, baseline, problem, kernel, duration_us, sm_pct, tensor_pct,
+  occupancy_pct, dram_pct, l2_hit_pct, sm_clock_mhz, registers, smem_bytes, grid, block, stalls, tool, created_at)
+SELECT id, run_id, trial_id, NULL, problem, kernel, duration_us, sm_pct, tensor_pct, occupancy_pct, dram_pct,
+  l2_hit_pct, sm_clock_mhz, registers, smem_bytes, grid, block, stalls, tool, created_at FROM profiles;
+DROP TABLE profiles;
+ALTER TABLE profiles_v7 RENAME TO profiles;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -455,6 +492,7 @@ const std::vector<Migration>& migrations() {
       {4, "compute-sanitizer verdicts on trials", kMigration4},
       {5, "Nsight Compute profiles of trials", kMigration5},
       {6, "vendor baselines measured beside a run", kMigration6},
+      {7, "Nsight Compute profiles of baselines", kMigration7},
   };
   return all;
 }

@@ -786,7 +786,10 @@ std::vector<Trial> Store::elites(int64_t run_id) const {
 
 void Store::record_profile(int64_t run_id, const TrialProfile& tp) {
   require_writable("record a profile");
-  guarded(path_, "recording the profile of trial " + std::to_string(tp.trial_id), [&] {
+  const bool of_trial = tp.baseline.empty();
+  guarded(path_, of_trial ? "recording the profile of trial " + std::to_string(tp.trial_id)
+                          : "recording the profile of baseline " + tp.baseline,
+          [&] {
     const KernelProfile& p = tp.profile;
     nlohmann::json stalls = nlohmann::json::array();
     for (const auto& [reason, v] : p.stalls) stalls.push_back({reason, v});
@@ -794,10 +797,12 @@ void Store::record_profile(int64_t run_id, const TrialProfile& tp) {
         db_,
         "INSERT OR REPLACE INTO profiles (run_id, trial_id, problem, kernel, duration_us, sm_pct, tensor_pct, "
         "occupancy_pct, dram_pct, l2_hit_pct, sm_clock_mhz, registers, smem_bytes, grid, block, stalls, tool, "
-        "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
-    st.bind_int(1, run_id)
-        .bind_int(2, tp.trial_id)
-        .bind_int(3, tp.problem)
+        "created_at, baseline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+        "?18, ?19)");
+    st.bind_int(1, run_id);
+    if (of_trial) st.bind_int(2, tp.trial_id);
+    else st.bind_text(19, tp.baseline);
+    st.bind_int(3, tp.problem)
         .bind_text(4, p.kernel)
         .bind_real(5, p.duration_us)
         .bind_real(6, p.sm_pct)
@@ -876,17 +881,19 @@ std::vector<BaselineResult> Store::baselines(int64_t run_id) const {
 std::vector<TrialProfile> Store::profiles(int64_t run_id) const {
   if (version_ < 5) return {};
   return guarded(path_, "reading the profiles of run " + std::to_string(run_id), [&] {
-    sql::Stmt st(db_,
-                 "SELECT p.trial_id, p.problem, p.kernel, p.duration_us, p.sm_pct, p.tensor_pct, p.occupancy_pct, "
-                 "p.dram_pct, p.l2_hit_pct, p.sm_clock_mhz, p.registers, p.smem_bytes, p.grid, p.block, p.stalls, "
-                 "p.tool, p.created_at FROM profiles p JOIN trials t ON t.id = p.trial_id WHERE p.run_id = ?1 "
-                 "ORDER BY t.seq, p.problem");
+    sql::Stmt st(db_, std::string("SELECT COALESCE(p.trial_id, 0), ") +
+                          (version_ >= 7 ? "COALESCE(p.baseline, '')" : "''") +
+                          ", p.problem, p.kernel, p.duration_us, p.sm_pct, p.tensor_pct, p.occupancy_pct, "
+                          "p.dram_pct, p.l2_hit_pct, p.sm_clock_mhz, p.registers, p.smem_bytes, p.grid, p.block, "
+                          "p.stalls, p.tool, p.created_at FROM profiles p LEFT JOIN trials t ON t.id = p.trial_id "
+                          "WHERE p.run_id = ?1 ORDER BY t.seq IS NULL, t.seq, 2, p.problem");
     st.bind_int(1, run_id);
     std::vector<TrialProfile> out;
     while (st.step()) {
       TrialProfile tp;
       int c = 0;
       tp.trial_id = st.i64(c++);
+      tp.baseline = st.text(c++);
       tp.problem = st.i32(c++);
       KernelProfile& p = tp.profile;
       p.kernel = st.text(c++);

@@ -81,9 +81,11 @@ struct RetimeSample {
   double p50_us = 0;
 };
 
-// A stored Nsight Compute profile of one trial on one of its run's problems.
+// A stored Nsight Compute profile of one trial, or one baseline, on one of
+// its run's problems.
 struct TrialProfile {
-  int64_t trial_id = 0;
+  int64_t trial_id = 0;  // 0 for a baseline's
+  std::string baseline;  // the baseline's name (BaselineResult::name); empty for a trial's
   int problem = 0;
   KernelProfile profile;
   std::string tool;  // the profiler's version
@@ -139,7 +141,8 @@ class Store {
   // The run's baselines by problem and name (none in a database older than
   // the baselines).
   std::vector<BaselineResult> baselines(int64_t run_id) const;
-  // A trial's profile on one problem; replaces an earlier one of the same.
+  // A trial's or a baseline's profile on one problem; replaces an earlier
+  // one of the same.
   void record_profile(int64_t run_id, const TrialProfile& p);
   void update_stats(int64_t run_id, const RunStats& stats);
   void finish_run(int64_t run_id, const std::string& status, const RunStats& stats);
@@ -155,8 +158,8 @@ class Store {
   // The stored elite population, best first.
   std::vector<Trial> elites(int64_t run_id) const;
   int64_t last_run_id() const;  // 0 when there are none
-  // The run's profiles by trial and problem (none in a database older than
-  // the profiles).
+  // The run's profiles: the trials' in trial order, then the baselines' by
+  // name, each by problem (none in a database older than the profiles).
   std::vector<TrialProfile> profiles(int64_t run_id) const;
 
  private:

@@ -1,5 +1,6 @@
 #include "tune/profile.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -32,13 +33,15 @@ std::vector<Trial> targets(const Store& s, const RunInfo& r, const ProfileOption
   return out;
 }
 
-// This binary evaluating one trial's config on the run's problems, nothing
-// but the timing (the run's own gates passed it already).
-std::vector<std::string> evaluation(const ProfileOptions& o, const RunInfo& r, const Trial& t,
+// This binary evaluating one config on some of the run's problems, nothing
+// but the timing (the run's own gates passed it already), and measuring the
+// baselines `baselines` selects ("none" for a trial's profile).
+std::vector<std::string> evaluation(const ProfileOptions& o, const RunInfo& r, const Config& config,
+                                    const std::vector<Problem>& problems, const std::string& baselines,
                                     const std::string& scratch_db) {
   std::vector<std::string> a = {
       o.exe.empty() ? self_exe() : o.exe, "--db", scratch_db, "run", "-q", "--kernel", r.kernel_ref()};
-  for (const Problem& p : r.problems) {
+  for (const Problem& p : problems) {
     a.push_back("--problem");
     a.push_back(p.canonical());
   }
@@ -47,7 +50,9 @@ std::vector<std::string> evaluation(const ProfileOptions& o, const RunInfo& r, c
     a.push_back(x);
   a.push_back(r.dtype);
   a.push_back("--config");
-  a.push_back(t.config.canonical());
+  a.push_back(config.canonical());
+  a.push_back("--baselines");
+  a.push_back(baselines);
   return a;
 }
 
@@ -56,6 +61,52 @@ std::string last_lines(const std::string& text, size_t n) {
   size_t from = lines.size() > n ? lines.size() - n : 0;
   return join(std::vector<std::string>(lines.begin() + static_cast<long>(from), lines.end()), "\n");
 }
+
+// The kernels ncu profiled in `range` while `program` ran, and ncu's version
+// line. Throws EngineError when ncu failed, timed out or profiled nothing.
+struct Profiled {
+  std::vector<KernelProfile> kernels;
+  std::string tool;
+};
+Profiled profile_program(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
+                         int launches, double timeout_s) {
+  NcuOutput out = run_ncu(ncu, program, range, launches, timeout_s);
+  if (std::string why = ncu_failure(out.text); !why.empty())
+    throw EngineError(why + "; ncu printed:\n" + last_lines(out.text, 12));
+  if (out.exit_code != 0)
+    throw EngineError(out.exit_code < 0 ? "ncu did not finish in " + strfmt("%.0f", timeout_s) + " s"
+                                        : "ncu exited with " + std::to_string(out.exit_code) + "; it printed:\n" +
+                                              last_lines(out.text, 12));
+  Profiled p{parse_ncu_raw_csv(out.text), "ncu"};
+  for (const std::string& line : split(out.text, '\n'))
+    if (line.rfind("==PROF==", 0) == 0 && line.find("Version") != std::string::npos) p.tool = line;
+  if (p.kernels.empty()) throw EngineError("ncu profiled no kernel; it printed:\n" + last_lines(out.text, 12));
+  return p;
+}
+
+// The spec's [[baseline]] that measures a stored result: its name, less the
+// "-top<N>" of cuBLASLt's fastest of its first N.
+std::string spec_baseline_of(const BaselineResult& b) {
+  const size_t at = b.name.rfind("-top");
+  return b.library == "cublaslt" && at != std::string::npos ? b.name.substr(0, at) : b.name;
+}
+
+class Scratch {
+ public:
+  Scratch() : dir_(fs::temp_directory_path() / ("evotune-profile-" + std::to_string(getpid()))) {
+    fs::create_directories(dir_);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  std::string db(const std::string& stem) { return (dir_ / (stem + ".db")).string(); }
+
+ private:
+  fs::path dir_;
+};
 
 }  // namespace
 
@@ -74,46 +125,50 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
   if (run->compile_only) throw UsageError("run " + std::to_string(run->id) + " was compile-only: nothing to profile");
   const std::vector<Trial> todo = targets(s, *run, o);
   if (todo.empty()) throw UsageError("run " + std::to_string(run->id) + " has no correct trial to profile");
-  const fs::path scratch = fs::temp_directory_path() / ("evotune-profile-" + std::to_string(getpid()));
-  fs::create_directories(scratch);
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{scratch};
-
+  std::vector<BaselineResult> baselines;
+  if (o.baselines)
+    for (BaselineResult& b : s.baselines(run->id))
+      if (b.ok()) baselines.push_back(std::move(b));
+  Scratch scratch;
   ProfileSummary sum;
-  int i = 0;
+  const size_t total = todo.size() + baselines.size();
+  size_t i = 0;
+  auto store = [&](TrialProfile tp) {
+    s.record_profile(run->id, tp);
+    log << "  " << run->problems[static_cast<size_t>(tp.problem)].canonical() << ": "
+        << fmt_us(tp.profile.duration_us) << " µs, " << limiter(tp.profile) << "\n";
+    sum.profiles.push_back(std::move(tp));
+  };
+
   for (const Trial& t : todo) {
-    const std::string db = (scratch / strfmt("t%lld.db", static_cast<long long>(t.id))).string();
-    log << "profiling trial " << t.seq << " (" << ++i << "/" << todo.size() << "): " << t.config.canonical() << "\n"
+    log << "profiling trial " << t.seq << " (" << ++i << "/" << total << "): " << t.config.canonical() << "\n"
         << std::flush;
-    NcuOutput out = run_ncu(ncu, evaluation(o, *run, t, db), static_cast<int>(run->problems.size()), o.timeout_s);
-    if (std::string why = ncu_failure(out.text); !why.empty())
-      throw EngineError(why + "; ncu printed:\n" + last_lines(out.text, 12));
-    if (out.exit_code != 0)
-      throw EngineError(out.exit_code < 0 ? "ncu did not finish in " + strfmt("%.0f", o.timeout_s) + " s"
-                                          : "ncu exited with " + std::to_string(out.exit_code) + "; it printed:\n" +
-                                                last_lines(out.text, 12));
-    std::vector<KernelProfile> got = parse_ncu_raw_csv(out.text);
-    if (got.size() != run->problems.size())
-      throw EngineError("ncu profiled " + std::to_string(got.size()) + " launches for " +
-                        std::to_string(run->problems.size()) + " problems; it printed:\n" + last_lines(out.text, 12));
-    std::string tool;
-    for (const std::string& line : split(out.text, '\n'))
-      if (line.rfind("==PROF==", 0) == 0 && line.find("Version") != std::string::npos) tool = line;
-    for (size_t pi = 0; pi < got.size(); ++pi) {
-      TrialProfile tp{t.id, static_cast<int>(pi), got[pi], tool.empty() ? "ncu" : tool, ""};
-      s.record_profile(run->id, tp);
-      sum.profiles.push_back(tp);
-      log << "  " << run->problems[pi].canonical() << ": " << fmt_us(got[pi].duration_us) << " µs, " << limiter(got[pi])
-          << "\n";
-    }
+    const auto program = evaluation(o, *run, t.config, run->problems, "none", scratch.db("t" + std::to_string(t.id)));
+    const int n = static_cast<int>(run->problems.size());
+    Profiled got = profile_program(ncu, program, kTimedRange, n, o.timeout_s);
+    if (got.kernels.size() != run->problems.size())
+      throw EngineError("ncu profiled " + std::to_string(got.kernels.size()) + " launches for " + std::to_string(n) +
+                        " problems");
+    for (int pi = 0; pi < n; ++pi) store({t.id, "", pi, got.kernels[static_cast<size_t>(pi)], got.tool, ""});
+  }
+
+  // A baseline's call may launch several kernels (a split-K reduction, a
+  // softmax-statistics pass): the longest is the one stored.
+  for (const BaselineResult& b : baselines) {
+    log << "profiling baseline " << b.name << " (" << ++i << "/" << total << ")\n" << std::flush;
+    const Problem& p = run->problems.at(static_cast<size_t>(b.problem));
+    const auto program = evaluation(o, *run, todo.front().config, {p}, spec_baseline_of(b),
+                                    scratch.db("b" + std::to_string(b.id)));
+    Profiled got = profile_program(ncu, program, baseline_range(b.name, 0), 0, o.timeout_s);
+    auto longest = std::max_element(got.kernels.begin(), got.kernels.end(),
+                                    [](const auto& x, const auto& y) { return x.duration_us < y.duration_us; });
+    if (got.kernels.size() > 1) log << "  (" << got.kernels.size() << " kernels in one call; the longest stored)\n";
+    store({0, b.name, b.problem, *longest, got.tool, ""});
   }
   sum.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  log << "profiled " << todo.size() << " trial(s) in " << strfmt("%.1f", sum.wall_s) << " s\n";
+  log << "profiled " << todo.size() << " trial(s)";
+  if (!baselines.empty()) log << " and " << baselines.size() << " baseline result(s)";
+  log << " in " << strfmt("%.1f", sum.wall_s) << " s\n";
   return sum;
 }
 

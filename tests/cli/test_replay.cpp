@@ -351,6 +351,11 @@ TEST_CASE("several GPUs: the same run for a seed, spread over the workers, more 
                      "--window", "8", "--gpus", gpus}) == 0);
   CHECK(configs_of(db, 2) == configs_of(db, 3));
   CHECK(configs_of(db, 1).size() == 200);
+  // The report's % of peak: the H200's dense bf16 tensor rate.
+  std::string report;
+  REQUIRE(run_cli({"--db", db, "report", "1"}, &report) == 0);
+  CHECK(report.find(" TFLOP/s | % of peak | vs default |") != std::string::npos);
+  CHECK(report.find("over 989.4 TFLOP/s (dense bf16 tensor math, NVIDIA's H200 SXM datasheet)") != std::string::npos);
   CHECK(configs_of(db, 2).size() == 200);
   Store s = Store::open(db, Store::Mode::read_only);
   std::set<int> devices;
@@ -543,6 +548,9 @@ TEST_CASE("report -o writes the Markdown with its plots beside it: every trial a
   // of its values, so each parameter is in the table.
   CHECK(text.find("## Parameters that mattered") != std::string::npos);
   CHECK(text.find("| BLOCK_M |") != std::string::npos);
+  // A GPU not in the peak table: no % of peak column, and the report says why.
+  CHECK(text.find("No % of peak: this GPU's peak for") != std::string::npos);
+  CHECK(text.find("% of peak |") == std::string::npos);
   // Plots are written only with -o; the Markdown alone goes to stdout.
   REQUIRE(run_cli({"--db", db, "report", "1"}, &log) == 0);
   CHECK(log.find("# evotune report: run 1") != std::string::npos);
@@ -575,6 +583,23 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
   std::string data = write_synthetic_dataset(t.path);
   std::string db = (t.path / "p.db").string();
   REQUIRE(run_cli({"--db", db, "run", "-q", "--replay", data, "--budget", "40", "--seed", "5"}) == 0);
+  // Baselines measured beside the run (a GPU run measures them; this one
+  // is replayed), for --baseline below.
+  {
+    Store w = Store::open(db);
+    BaselineResult b;
+    b.name = "vendor";
+    b.library = "cublaslt";
+    b.m.p50_us = 30;
+    b.m.samples = 10;
+    w.record_baseline(1, b);
+    b.name = "vendor-top8";
+    w.record_baseline(1, b);
+    b.name = "cudnn";
+    b.library = "torch_sdpa";
+    b.status = "skipped";
+    w.record_baseline(1, b);
+  }
   const std::string csv = evotune_test::source_dir() + "/tests/data/ncu/gemm_sm90_h100_raw.csv";
   std::string log;
   {
@@ -583,9 +608,16 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
   }
   INFO(log);
   CHECK(log.find("profiled 2 trial(s)") != std::string::npos);  // the default config was incorrect: left out
-  Store s = Store::open(db, Store::Mode::read_only);
-  std::vector<Trial> elites = s.elites(1);
-  std::vector<TrialProfile> ps = s.profiles(1);
+  std::vector<Trial> elites;
+  std::vector<TrialProfile> ps;
+  std::string problem;
+  {  // Closed before the writes below: a read-only connection this process kept open across them made its later
+     // opens read "database disk image is malformed" (the file itself checked ok).
+    Store s = Store::open(db, Store::Mode::read_only);
+    elites = s.elites(1);
+    ps = s.profiles(1);
+    problem = s.run(1)->problems[0].canonical();
+  }
   REQUIRE(ps.size() == 2);
   CHECK(ps[0].profile.kernel == "gemm_sm90");
   std::set<int64_t> profiled = {ps[0].trial_id, ps[1].trial_id};
@@ -595,15 +627,42 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
   const std::string args = read_text(t.path / "ncu.args");
   CHECK(args.find("--nvtx-include\nevotune_timed/\n--launch-count\n1\n") != std::string::npos);
   CHECK(args.find("--config\n" + elites[0].config.canonical() + "\n") != std::string::npos);
-  CHECK(args.find("--problem\n" + s.run(1)->problems[0].canonical() + "\n") != std::string::npos);
+  CHECK(args.find("--baselines\nnone\n") != std::string::npos);  // a trial's profile measures no baseline
+  CHECK(args.find("--problem\n" + problem + "\n") != std::string::npos);
 
   const fs::path md = t.path / "r" / "summary.md";
   REQUIRE(run_cli({"--db", db, "report", "1", "-o", md.string()}) == 0);
   const std::string text = read_text(md);
   CHECK(text.find("## Nsight Compute") != std::string::npos);
-  CHECK(text.find("| elite #1 | " + s.run(1)->problems[0].canonical() + " | 11.49 | ") != std::string::npos);
+  CHECK(text.find("| elite #1 | " + problem + " | 11.49 | ") != std::string::npos);
   CHECK(text.find("### What limits the winner") != std::string::npos);
   CHECK(text.find("latency-bound") != std::string::npos);
+
+  // --baseline: each baseline measured ok, measured again on its problem
+  // alone (cuBLASLt's top-N under its spec name), its own range profiled.
+  fs::remove(t.path / "ncu.args");
+  {
+    EnvVar ncu("EVOTUNE_NCU", fake_ncu(t.path, "cat " + csv));
+    REQUIRE(run_cli({"--db", db, "profile", "last", "--top", "1", "--baseline"}, &log) == 0);
+  }
+  CHECK(log.find("profiled 1 trial(s) and 2 baseline result(s)") != std::string::npos);
+  const std::string bargs = read_text(t.path / "ncu.args");
+  CHECK(bargs.find("--nvtx-include\nevotune_baseline vendor p0/\n--csv\n") != std::string::npos);
+  CHECK(bargs.find("--nvtx-include\nevotune_baseline vendor-top8 p0/\n--csv\n") != std::string::npos);
+  CHECK(bargs.find("--baselines\nvendor\n") != std::string::npos);
+  CHECK(bargs.find("vendor-top8\n--") == std::string::npos);  // measured under its spec name
+  CHECK(bargs.find("cudnn") == std::string::npos);             // skipped: nothing to profile
+  {
+    std::vector<TrialProfile> all = Store::open(db, Store::Mode::read_only).profiles(1);
+    REQUIRE(all.size() == 4);
+    CHECK(all[2].baseline == "vendor");
+    CHECK(all[3].baseline == "vendor-top8");
+  }
+  REQUIRE(run_cli({"--db", db, "report", "1", "-o", md.string()}) == 0);
+  const std::string with_baselines = read_text(md);
+  CHECK(with_baselines.find("| baseline vendor | " + problem + " | 11.49 | ") !=
+        std::string::npos);
+  CHECK(with_baselines.find("  - beside it, baseline vendor (11.49 µs): ") != std::string::npos);
 
   // ncu without access to the counters, or none at all: exit 5, a message
   // that says why, the stored profiles as they were.
@@ -619,7 +678,7 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
     CHECK(run_cli({"--db", db, "profile", "1"}, &log) == 5);
   }
   CHECK(log.find("EVOTUNE_NCU=" + (t.path / "missing").string() + " is not an executable") != std::string::npos);
-  CHECK(Store::open(db, Store::Mode::read_only).profiles(1).size() == 2);
+  CHECK(Store::open(db, Store::Mode::read_only).profiles(1).size() == 4);
 
   // run --profile N: the same at the end of a run.
   {

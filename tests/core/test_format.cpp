@@ -5,6 +5,7 @@
 
 #include "core/dtype.hpp"
 #include "core/format.hpp"
+#include "core/peak.hpp"
 #include "tests/catch.hpp"
 
 using namespace evotune;
@@ -70,4 +71,18 @@ TEST_CASE("element sizes: elem is the run's dtype; the dtype's macro", "[format]
   CHECK(std::string(dtype_macro(Dtype::bf16)) == "EVOTUNE_DTYPE_BF16");
   CHECK(std::string(dtype_macro(Dtype::fp32)) == "EVOTUNE_DTYPE_FP32");
   CHECK(dtype_bytes(parse_dtype("bfloat16")) == 2);
+}
+
+TEST_CASE("peak rates: known models by a whole word of CUDA's name, per dtype; unknown ones have none", "[format]") {
+  CHECK(peak_tflops("NVIDIA H100 80GB HBM3", "bf16").tflops == 989.4);
+  CHECK(peak_tflops("NVIDIA H100 PCIe", "fp16").tflops == 756.5);  // not taken for the SXM part
+  CHECK(peak_tflops("NVIDIA H200", "fp16").tflops == 989.4);
+  CHECK(peak_tflops("NVIDIA H200", "fp32").tflops == 66.9);
+  CHECK(peak_tflops("NVIDIA L4", "fp16").tflops == 121.0);
+  CHECK(peak_tflops("NVIDIA L40S", "fp16").tflops == 362.1);  // "L4" is not a word of "L40S"
+  CHECK(peak_tflops("NVIDIA A100-SXM4-80GB", "bf16").tflops == 312.0);
+  CHECK(peak_tflops("NVIDIA H200", "bf16").what.find("H200") != std::string::npos);
+  CHECK(peak_tflops("NVIDIA GeForce RTX 4090", "fp16").tflops == 0);
+  CHECK(peak_tflops("synthetic", "fp16").tflops == 0);
+  CHECK(peak_tflops("NVIDIA H200", "int4").tflops == 0);
 }

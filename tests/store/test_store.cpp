@@ -224,6 +224,11 @@ int64_t count(const std::string& path, const std::string& query) {
   return sql::query_int(db.get(), query);
 }
 
+void sql_exec(const std::string& path, const std::string& statement) {
+  sql::Db db = sql::open(path, false, false);
+  sql::exec(db.get(), statement, "test");
+}
+
 }  // namespace
 
 TEST_CASE("a new database has the latest schema in WAL mode with every table and view", "[store]") {
@@ -231,14 +236,14 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   const std::string path = dir.file("evotune.db");
   Store s = Store::open(path);
   CHECK(s.schema_version() == Store::latest_schema_version());
-  CHECK(Store::latest_schema_version() == 6);
+  CHECK(Store::latest_schema_version() == 7);
   CHECK(s.path() == path);
   CHECK(s.mode() == Store::Mode::read_write);
   CHECK(s.last_run_id() == 0);
   CHECK(s.runs().empty());
 
   sql::Db raw = sql::open(path, false, false);
-  CHECK(schema::user_version(raw.get()) == 6);
+  CHECK(schema::user_version(raw.get()) == 7);
   sql::Stmt jm(raw.get(), "PRAGMA journal_mode");
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
@@ -259,7 +264,7 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   std::string before = dump(path);
   {
     Store again = Store::open(path);
-    CHECK(again.schema_version() == 6);
+    CHECK(again.schema_version() == 7);
   }
   CHECK(dump(path) == before);
 }
@@ -720,9 +725,9 @@ TEST_CASE("open refuses paths a user must fix, saying why", "[store]") {
     }
     const std::string before = slurp(path);
     std::string msg = error_of([&] { Store::open(path); });
-    CHECK(contains(msg, "created by a newer evotune (schema 99 > 6)"));
+    CHECK(contains(msg, "created by a newer evotune (schema 99 > 7)"));
     msg = error_of([&] { Store::open(path, Store::Mode::read_only); });
-    CHECK(contains(msg, "schema 99 > 6"));
+    CHECK(contains(msg, "schema 99 > 7"));
     CHECK(slurp(path) == before);
   }
 
@@ -1123,11 +1128,11 @@ TEST_CASE("profiles: one per trial and problem, a new one replaces the old, read
   p.grid = 132;
   p.block = 384;
   p.stalls = {{"long_scoreboard", 5.74}, {"wait", 1.54}};
-  s.record_profile(run, {b.id, 0, p, "ncu 2025.3", ""});
+  s.record_profile(run, {b.id, "", 0, p, "ncu 2025.3", ""});
   p.duration_us = 20;
-  s.record_profile(run, {a.id, 0, p, "ncu 2025.3", ""});
+  s.record_profile(run, {a.id, "", 0, p, "ncu 2025.3", ""});
   p.duration_us = 19;  // profiled again: replaces
-  s.record_profile(run, {a.id, 0, p, "ncu 2025.3", ""});
+  s.record_profile(run, {a.id, "", 0, p, "ncu 2025.3", ""});
   std::vector<TrialProfile> got = s.profiles(run);
   REQUIRE(got.size() == 2);
   CHECK(got[0].trial_id == a.id);  // by trial order, not by when profiled
@@ -1141,9 +1146,87 @@ TEST_CASE("profiles: one per trial and problem, a new one replaces the old, read
   CHECK_FALSE(got[1].created_at.empty());
   // A profile names a trial of its run and a positive duration.
   p.duration_us = 0;
-  CHECK_THROWS_AS(s.record_profile(run, {a.id, 1, p, "", ""}), StoreError);
+  CHECK_THROWS_AS(s.record_profile(run, {a.id, "", 1, p, "", ""}), StoreError);
   Store ro = Store::open(dir.file("p.db"), Store::Mode::read_only);
-  CHECK_THROWS_AS(ro.record_profile(run, {a.id, 0, p, "", ""}), StoreError);
+  CHECK_THROWS_AS(ro.record_profile(run, {a.id, "", 0, p, "", ""}), StoreError);
+}
+
+TEST_CASE("a version-6 database's trial profiles are read as they are and kept by the upgrade", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("v6.db");
+  schema::create_at_version(path, 6);
+  {
+    sql::Db raw = sql::open(path, false, false);
+    sql::exec(raw.get(),
+              "INSERT INTO runs (id, kernel, spec_origin, spec_hash, spec_text, problems_json, shapes, dtype, "
+              "strategy, seed, budget, elites_k, device_name, device_cc, status, created_at, trials_evaluated, wall_s) "
+              "VALUES (1, 'gemm', 'builtin', 'abc', '[kernel]', '[]', '', 'fp16', 'evo', 7, 32, 4, 'NVIDIA L4', 89, "
+              "'done', '2025-01-01T00:00:00Z', 1, 1);"
+              "INSERT INTO trials (id, run_id, seq, config, config_hash, config_json, status, error, registers, "
+              "fitness, created_at) VALUES (5, 1, 1, 'A=1', 'h', '{}', 'ok', '', 96, 10, '2025-01-01T00:01:00Z');"
+              "INSERT INTO profiles (run_id, trial_id, problem, kernel, duration_us, tensor_pct, stalls, tool, "
+              "created_at) VALUES (1, 5, 0, 'gemm', 9.5, 70, '[[\"wait\", 1.5]]', 'ncu 2025.3', 'then');",
+              "test");
+  }
+  {
+    Store r = Store::open(path, Store::Mode::read_only);
+    std::vector<TrialProfile> got = r.profiles(1);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].trial_id == 5);
+    CHECK(got[0].baseline.empty());
+  }
+  Store s = Store::open(path);
+  CHECK(s.schema_version() == 7);
+  std::vector<TrialProfile> got = s.profiles(1);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].trial_id == 5);
+  CHECK(got[0].baseline.empty());
+  CHECK(got[0].profile.duration_us == 9.5);
+  CHECK(got[0].profile.tensor_pct == 70);
+  CHECK(got[0].profile.stalls == std::vector<std::pair<std::string, double>>{{"wait", 1.5}});
+  CHECK(got[0].tool == "ncu 2025.3");
+  CHECK(got[0].created_at == "then");
+  // Deleting the trial still takes its profile with it.
+  sql_exec(path, "PRAGMA foreign_keys = ON; DELETE FROM trials WHERE id = 5");
+  CHECK(count(path, "SELECT COUNT(*) FROM profiles") == 0);
+}
+
+TEST_CASE("profiles of baselines: one per name and problem beside the trials' profiles, listed after them",
+          "[store]") {
+  TempDir dir;
+  Store s = Store::open(dir.file("bp.db"));
+  int64_t run = s.create_run(sample_run());
+  Trial a = sample_trial(128);
+  s.record_trial(run, a, {0});
+  KernelProfile p;
+  p.kernel = "sm90_xmma_gemm_bf16";
+  p.duration_us = 40;
+  p.tensor_pct = 88;
+  s.record_profile(run, {0, "cublaslt", 0, p, "ncu", ""});
+  p.duration_us = 41;
+  s.record_profile(run, {0, "cublaslt-top8", 0, p, "ncu", ""});
+  p.duration_us = 39;  // profiled again: replaces
+  s.record_profile(run, {0, "cublaslt", 0, p, "ncu", ""});
+  p.kernel = "gemm";
+  p.duration_us = 50;
+  s.record_profile(run, {a.id, "", 0, p, "ncu", ""});
+  std::vector<TrialProfile> got = s.profiles(run);
+  REQUIRE(got.size() == 3);
+  CHECK(got[0].trial_id == a.id);
+  CHECK(got[0].baseline.empty());
+  CHECK(got[1].baseline == "cublaslt");
+  CHECK(got[1].trial_id == 0);
+  CHECK(got[1].profile.duration_us == 39);
+  CHECK(got[1].profile.tensor_pct == 88);
+  CHECK(got[2].baseline == "cublaslt-top8");
+  CHECK(count(s.path(), "SELECT COUNT(*) FROM profiles WHERE trial_id IS NULL") == 2);
+  // A row is a trial's or a baseline's, never both nor neither.
+  CHECK_THROWS_AS(sql_exec(s.path(), "INSERT INTO profiles (run_id, trial_id, baseline, problem, kernel, duration_us, "
+                                     "created_at) VALUES (1, 1, 'x', 0, 'k', 1, 'now')"),
+                  sql::SqlError);
+  CHECK_THROWS_AS(sql_exec(s.path(), "INSERT INTO profiles (run_id, problem, kernel, duration_us, created_at) "
+                                     "VALUES (1, 0, 'k', 1, 'now')"),
+                  sql::SqlError);
 }
 
 TEST_CASE("baselines: one per run, problem and name, replaced when measured again; skipped ones keep their reason",
@@ -1185,7 +1268,7 @@ TEST_CASE("baselines: one per run, problem and name, replaced when measured agai
   // trial's speedup uses its re-timed time.
   std::vector<BaselineSummary> sum = summarize_baselines(got, 1);
   REQUIRE(sum.size() == 2);
-  CHECK(sum[0].us == 50.25);
+  CHECK(sum[0].us == Approx(50.25));  // a geometric mean: exp(log(x)) need not be x to the last bit
   CHECK(sum[1].us == 0);
   REQUIRE(sum[1].not_ok());
   CHECK(sum[1].not_ok()->reason == "PyTorch not installed");
