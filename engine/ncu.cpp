@@ -147,6 +147,13 @@ NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& progra
   return NcuOutput{r.exit_code, r.text};
 }
 
+std::string ncu_version(const std::string& ncu) {
+  const CapturedRun r = run_captured({ncu, "--version"}, 30);
+  for (const std::string& line : split(r.text, '\n'))
+    if (line.rfind("Version ", 0) == 0) return "Nsight Compute " + split(line.substr(8), ' ').front();
+  return "Nsight Compute";
+}
+
 std::string ncu_failure(const std::string& output) {
   if (output.find("ERR_NVGPUCTRPERM") != std::string::npos)
     return "ncu has no permission to read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or allow "

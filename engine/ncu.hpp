@@ -47,6 +47,10 @@ struct NcuOutput {
 NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
                   int launches, double timeout_s);
 
+// "Nsight Compute 2025.3.1.0": the last line of `ncu --version` (its
+// "Version ..." line), or "Nsight Compute" when it prints none.
+std::string ncu_version(const std::string& ncu);
+
 // What ncu's output says went wrong, or "" when nothing did: no permission
 // to read the performance counters (ERR_NVGPUCTRPERM), or no kernel matched.
 std::string ncu_failure(const std::string& output);

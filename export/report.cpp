@@ -349,7 +349,17 @@ void write_profiles(std::ostream& md, const RunInfo& r, const std::vector<TrialP
         "| variant | problem | duration µs | SM % | tensor pipe % | occupancy % | DRAM % | L2 hit % | regs | smem | "
         "grid "
         "| top stalls |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const TrialProfile& tp : profiles) {
+  // Elites by rank, then the default config, then the baselines.
+  std::map<int64_t, size_t> order;
+  for (size_t i = 0; i < elites.size(); ++i) order.emplace(elites[i].id, i);
+  if (def) order.emplace(def->id, elites.size());
+  auto rank = [&](const TrialProfile& tp) {
+    auto it = order.find(tp.trial_id);
+    return !tp.baseline.empty() ? elites.size() + 2 : it != order.end() ? it->second : elites.size() + 1;
+  };
+  std::vector<TrialProfile> rows = profiles;
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+  for (const TrialProfile& tp : rows) {
     const KernelProfile& p = tp.profile;
     auto it = name.find(tp.trial_id);
     std::vector<std::string> st;

@@ -62,11 +62,9 @@ std::string last_lines(const std::string& text, size_t n) {
   return join(std::vector<std::string>(lines.begin() + static_cast<long>(from), lines.end()), "\n");
 }
 
-// The kernels ncu profiled in `range` while `program` ran, and ncu's version
-// line. Throws EngineError when ncu failed, timed out or profiled nothing.
+// The kernels ncu profiled in `range` while `program` ran. Throws EngineError when ncu failed, timed out or profiled nothing.
 struct Profiled {
   std::vector<KernelProfile> kernels;
-  std::string tool;
 };
 Profiled profile_program(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
                          int launches, double timeout_s) {
@@ -77,9 +75,7 @@ Profiled profile_program(const std::string& ncu, const std::vector<std::string>&
     throw EngineError(out.exit_code < 0 ? "ncu did not finish in " + strfmt("%.0f", timeout_s) + " s"
                                         : "ncu exited with " + std::to_string(out.exit_code) + "; it printed:\n" +
                                               last_lines(out.text, 12));
-  Profiled p{parse_ncu_raw_csv(out.text), "ncu"};
-  for (const std::string& line : split(out.text, '\n'))
-    if (line.rfind("==PROF==", 0) == 0 && line.find("Version") != std::string::npos) p.tool = line;
+  Profiled p{parse_ncu_raw_csv(out.text)};
   if (p.kernels.empty()) throw EngineError("ncu profiled no kernel; it printed:\n" + last_lines(out.text, 12));
   return p;
 }
@@ -130,6 +126,7 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
     for (BaselineResult& b : s.baselines(run->id))
       if (b.ok()) baselines.push_back(std::move(b));
   Scratch scratch;
+  const std::string tool = ncu_version(ncu);
   ProfileSummary sum;
   const size_t total = todo.size() + baselines.size();
   size_t i = 0;
@@ -149,7 +146,7 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
     if (got.kernels.size() != run->problems.size())
       throw EngineError("ncu profiled " + std::to_string(got.kernels.size()) + " launches for " + std::to_string(n) +
                         " problems");
-    for (int pi = 0; pi < n; ++pi) store({t.id, "", pi, got.kernels[static_cast<size_t>(pi)], got.tool, ""});
+    for (int pi = 0; pi < n; ++pi) store({t.id, "", pi, got.kernels[static_cast<size_t>(pi)], tool, ""});
   }
 
   // A baseline's call may launch several kernels (a split-K reduction, a
@@ -163,7 +160,7 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
     auto longest = std::max_element(got.kernels.begin(), got.kernels.end(),
                                     [](const auto& x, const auto& y) { return x.duration_us < y.duration_us; });
     if (got.kernels.size() > 1) log << "  (" << got.kernels.size() << " kernels in one call; the longest stored)\n";
-    store({0, b.name, b.problem, *longest, got.tool, ""});
+    store({0, b.name, b.problem, *longest, tool, ""});
   }
   sum.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   log << "profiled " << todo.size() << " trial(s)";

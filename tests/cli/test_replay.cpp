@@ -564,6 +564,8 @@ namespace {
 std::string fake_ncu(const fs::path& dir, const std::string& body) {
   const fs::path p = dir / "ncu";
   std::ofstream(p) << "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done >> " << (dir / "ncu.args").string() << "\n"
+                   << "if [ \"$1\" = --version ]; then echo 'NVIDIA (R) Nsight Compute Command Line Profiler'; "
+                      "echo 'Version 2025.3.1.0 (build 36398880) (public-release)'; exit 0; fi\n"
                    << body << "\n";
   fs::permissions(p, fs::perms::owner_all);
   return p.string();
@@ -620,6 +622,7 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
   }
   REQUIRE(ps.size() == 2);
   CHECK(ps[0].profile.kernel == "gemm_sm90");
+  CHECK(ps[0].tool == "Nsight Compute 2025.3.1.0");
   std::set<int64_t> profiled = {ps[0].trial_id, ps[1].trial_id};
   CHECK(profiled == std::set<int64_t>{elites[0].id, elites[1].id});
   // What ncu was asked: the timed range's first launch of the one problem,

@@ -10,6 +10,7 @@
 #include "core/strings.hpp"
 #include "engine/compiler.hpp"
 #include "engine/device_info.hpp"
+#include "engine/ncu.hpp"
 #include "engine/sanitizer.hpp"
 #include "engine/support_kernels.hpp"
 #include "engine/worker_client.hpp"
@@ -19,6 +20,7 @@
 #include "tests/catch.hpp"
 #include "tests/paths.hpp"
 #include "tests/temp_dir.hpp"
+#include "tune/profile.hpp"
 
 using namespace evotune;
 namespace fs = std::filesystem;
@@ -402,4 +404,65 @@ TEST_CASE("baselines: cuBLASLt and the reference kernel measured beside a GEMM r
   // The naive reference kernel is far slower than cuBLASLt.
   CHECK(by_name["reference"]->m.p50_us > lt.m.p50_us);
   CHECK(out.str().find("baselines (same GPU") != std::string::npos);
+}
+
+// The profile step on a real GPU: ncu takes, for each problem, the trial's
+// own launch (a run of two problems of very different sizes shows a wrong
+// pick at once) and each baseline's one call; the durations agree with the
+// times the run measured.
+TEST_CASE("profile: Nsight Compute takes each problem's launch of the elite and each baseline's call",
+          "[gpu][profile]") {
+  if (locate_ncu().empty()) {
+    WARN("ncu not installed: the profile step is not tested here");
+    return;
+  }
+  TempDir t;
+  const DeviceTraits dev = first_device();
+  const std::string kernel = dev.cc == 90 ? "gemm_sm90" : "gemm";
+  TuneOptions o = options(t, kernel, {"M=2048,N=2048,K=2048", "M=256,N=256,K=512"});
+  o.budget = 4;
+  o.baselines = "cublaslt,reference";
+  o.sanitize = "none";
+  std::ostringstream out;
+  TuneResult r = tune(o, out);
+  INFO(out.str());
+  ProfileOptions po;
+  po.db_path = o.db_path;
+  po.run_id = r.run.id;
+  po.top = 1;
+  po.with_default = false;
+  po.baselines = true;
+  po.exe = evotune_test::binary();
+  std::ostringstream log;
+  ProfileSummary sum = profile_run(po, log);
+  INFO(log.str());
+  Store s = Store::open(o.db_path, Store::Mode::read_only);
+  const Trial best = s.elites(r.run.id).front();
+  std::map<std::pair<std::string, int>, KernelProfile> got;
+  for (const TrialProfile& p : s.profiles(r.run.id)) {
+    if (p.baseline.empty()) CHECK(p.trial_id == best.id);
+    got[{p.baseline, p.problem}] = p.profile;
+  }
+  // Close to what the run measured (ncu: one launch, caches flushed, the
+  // GPU's own clocks), and never the other problem's launch: 32x the work.
+  auto near = [](double profiled, double measured) { return profiled > 0.5 * measured && profiled < 2 * measured; };
+  auto profiled = [&](const std::string& baseline, int pi) {
+    auto it = got.find(std::make_pair(baseline, pi));
+    return it == got.end() ? 0.0 : it->second.duration_us;
+  };
+  for (int pi = 0; pi < 2; ++pi) {
+    const double measured = best.per_problem[static_cast<size_t>(pi)].p50_us;
+    INFO("problem " << pi << ": profiled " << profiled("", pi) << " µs, measured " << measured);
+    CHECK(near(profiled("", pi), measured));
+  }
+  CHECK(profiled("", 0) > 4 * profiled("", 1));
+  int baselines = 0;
+  for (const BaselineResult& b : s.baselines(r.run.id)) {
+    if (!b.ok()) continue;
+    ++baselines;
+    INFO(b.name << " on problem " << b.problem << ": measured " << b.m.p50_us << " µs");
+    CHECK(near(profiled(b.name, b.problem), b.m.p50_us));
+  }
+  CHECK(baselines >= 2);  // the reference on each problem at least
+  CHECK(sum.profiles.size() == static_cast<size_t>(2 + baselines));
 }
