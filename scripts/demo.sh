@@ -9,10 +9,16 @@
 # reported in reports/ (Markdown and SVG plots); then
 # the winners exported as headers, and those headers compiled into the
 # example programs and run.
+# EVOTUNE=path/to/evotune uses that binary and skips the build (a GPU host
+# without the build's packages: the binary is static).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/bootstrap.sh
-E=./build/evotune
+if [ -n "${EVOTUNE:-}" ]; then
+  E=$EVOTUNE
+else
+  ./scripts/bootstrap.sh
+  E=./build/evotune
+fi
 $E kernels
 attn=sdpa_fwd
 gemm=gemm
