@@ -16,10 +16,9 @@ struct Model {
 // More specific names first ("H100 PCIe" before "H100", "L40S" before "L4").
 const std::vector<Model>& models() {
   static const std::vector<Model> all = {
-      {"H200 NVL", "H200 NVL", 835.5, 60.0}, {"H200", "H200 SXM", 989.4, 66.9},
-      {"H100 PCIe", "H100 PCIe", 756.5, 51.2}, {"H100 NVL", "H100 NVL", 835.5, 60.0},
-      {"H100", "H100 SXM", 989.4, 66.9},      {"A100", "A100", 312.0, 19.5},
-      {"L40S", "L40S", 362.1, 91.6},          {"L4", "L4", 121.0, 30.3},
+      {"H200 NVL", "H200 NVL", 835.5, 60.0}, {"H200", "H200 SXM", 989.4, 66.9}, {"H100 PCIe", "H100 PCIe", 756.5, 51.2},
+      {"H100 NVL", "H100 NVL", 835.5, 60.0}, {"H100", "H100 SXM", 989.4, 66.9}, {"A100", "A100", 312.0, 19.5},
+      {"L40S", "L40S", 362.1, 91.6},         {"L4", "L4", 121.0, 30.3},
   };
   return all;
 }

@@ -808,8 +808,8 @@ std::vector<BaselineResult> GpuSession::cublaslt_baseline(const BaselineRequest&
   if (top > 1) {
     int best = -1;
     for (int i = 0; i < static_cast<int>(each.size()); ++i)
-      if (each[static_cast<size_t>(i)].ok() && (best < 0 || each[static_cast<size_t>(i)].m.p50_us <
-                                                               each[static_cast<size_t>(best)].m.p50_us))
+      if (each[static_cast<size_t>(i)].ok() &&
+          (best < 0 || each[static_cast<size_t>(i)].m.p50_us < each[static_cast<size_t>(best)].m.p50_us))
         best = i;
     BaselineResult b = each[static_cast<size_t>(std::max(best, 0))];
     b.name = req.name + "-top" + std::to_string(top);

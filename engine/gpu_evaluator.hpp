@@ -80,8 +80,7 @@ class GpuSession {
   // events, until target_ms of kernel time; p50, p90, min, mean, cv. The
   // estimate launch is in the NVTX range `nvtx_range` where one is given.
   void time_series(const std::string& label, const std::function<void(cudaStream_t)>& launch,
-                   const SustainedTiming& sustained, double abort_us, Measurement& m,
-                   const char* nvtx_range = nullptr);
+                   const SustainedTiming& sustained, double abort_us, Measurement& m, const char* nvtx_range = nullptr);
   // One more launch of a measured baseline, alone in its NVTX range
   // (baseline_range), where the profile step's ncu finds it.
   void profiled_launch(const BaselineResult& r, const std::function<void(cudaStream_t)>& launch);

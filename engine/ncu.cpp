@@ -134,8 +134,8 @@ std::string baseline_range(const std::string& name, int problem) {
 
 NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
                   int launches, double timeout_s) {
-  std::vector<std::string> args = {ncu,          "--target-processes", "all", "--clock-control", "none", "--nvtx",
-                                   "--nvtx-include", range + "/"};
+  std::vector<std::string> args = {ncu,      "--target-processes", "all",      "--clock-control", "none",
+                                   "--nvtx", "--nvtx-include",     range + "/"};
   if (launches > 0) {
     args.push_back("--launch-count");
     args.push_back(std::to_string(launches));

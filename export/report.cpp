@@ -20,8 +20,26 @@ namespace evotune {
 
 namespace {
 
-// The run's facts: device, software, problems, search, trials, time.
-void write_summary(std::ostream& md, const RunInfo& r, const std::vector<Trial>& trials) {
+// One line for a table cell.
+std::string one_line_md(const std::string& s) {
+  std::string out;
+  for (char c : one_line(s)) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+// The library behind a baseline as its detail names it, less what belongs
+// to one problem (cuBLASLt's algorithm, PyTorch's launch mode).
+std::string library_of(const BaselineResult& b) {
+  std::string d = b.detail;
+  for (const char* cut : {", algo", ", CUDA graph", ", eager"})
+    if (size_t at = d.find(cut); at != std::string::npos) d = d.substr(0, at);
+  return d;
+}
+
+// The run's facts: device, software (the baselines' libraries and the
+// profiler among it), problems, search, trials, time.
+void write_summary(std::ostream& md, const RunInfo& r, const std::vector<Trial>& trials,
+                   const std::vector<BaselineResult>& baselines, const std::vector<TrialProfile>& profiles) {
   md << "# evotune report: run " << r.id << ", " << r.kernel << "\n\n";
   md << "| | |\n|---|---|\n";
   md << "| device | "
@@ -31,6 +49,18 @@ void write_summary(std::ostream& md, const RunInfo& r, const std::vector<Trial>&
   md << "| software | CUDA driver " << cuda_version_string(r.device.driver_version) << ", runtime "
      << cuda_version_string(r.device.runtime_version) << ", NVRTC " << r.device.nvrtc_version << ", evotune "
      << r.evotune_version << " |\n";
+  std::map<std::string, std::vector<std::string>> libraries;  // library text -> baseline names
+  for (const BaselineResult& b : baselines)
+    if (b.ok() && b.library != "reference") {
+      auto& names = libraries[library_of(b)];
+      if (std::find(names.begin(), names.end(), b.name) == names.end()) names.push_back(b.name);
+    }
+  if (!libraries.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [lib, names] : libraries) parts.push_back(join(names, ", ") + ": " + lib);
+    md << "| baseline libraries | " << one_line_md(join(parts, "; ")) << " |\n";
+  }
+  if (!profiles.empty()) md << "| profiler | " << profiles.front().tool << " |\n";
   std::vector<std::string> probs;
   for (const auto& p : r.problems) probs.push_back(p.canonical());
   md << "| problems | " << join(probs, "; ") << " (" << r.dtype << ") |\n";
@@ -53,12 +83,6 @@ void write_summary(std::ostream& md, const RunInfo& r, const std::vector<Trial>&
 
 // One row of the top line: p50 per problem, TFLOP/s, speedup over the
 // default, errors, resources, config.
-// One line for a table cell.
-std::string one_line_md(const std::string& s) {
-  std::string out;
-  for (char c : one_line(s)) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
 
 // The baselines measured ok on every problem: the top line's speedup columns.
 std::vector<BaselineSummary> ok_baselines(const std::vector<BaselineSummary>& all) {
@@ -439,14 +463,15 @@ Report make_report(const Store& s, const RunInfo& r, const std::string& plot_ste
     rep.plots.push_back({top, elites_svg(r, elites, def, ok_baselines(baselines))});
   }
   std::ostringstream md;
-  write_summary(md, r, trials);
+  const std::vector<TrialProfile> profiles = s.profiles(r.id);
+  write_summary(md, r, trials, measured, profiles);
   const TopLine top_line{r, spec, def, ok_baselines(baselines), peak_tflops(r.device.name, r.dtype)};
   write_top_line(md, top_line, elites);
   write_baselines(md, r, spec, baselines, elites, top_line.peak);
   if (!top.empty() && !elites.empty())
     md << "\n![the elites against the default config and the baselines](" << top << ")\n";
   write_convergence(md, trials, conv);
-  write_profiles(md, r, s.profiles(r.id), elites, def);
+  write_profiles(md, r, profiles, elites, def);
   write_parameters(md, spec, trials);
   write_failures(md, r, trials);
   rep.markdown = md.str();

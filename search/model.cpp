@@ -167,7 +167,8 @@ std::pair<double, double> Surrogate::estimates(const Point& x) const {
   for (size_t i = 0; i < residual_.size(); ++i) {
     const std::pair<double, size_t> e{distance2(x, points_[i]), i};
     if (near.size() == kNeighbours && e.first >= near.back().first) continue;
-    auto at = std::upper_bound(near.begin(), near.end(), e, [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto at =
+        std::upper_bound(near.begin(), near.end(), e, [](const auto& a, const auto& b) { return a.first < b.first; });
     near.insert(at, e);
     if (near.size() > kNeighbours) near.pop_back();
   }

@@ -24,7 +24,7 @@ namespace evotune {
 
 struct StrategyOptions {
   uint64_t seed = 1;
-  int elites = 6;           // K: the population that always survives
+  int elites = 6;             // K: the population that always survives
   int budget = 0;             // the run's budget, when known: a small one gets a shorter random start
   int initial_random = 10;    // configs (the default and the starts included) before breeding starts; up to
                               // twice as many while the model predicts the trials no better than their mean

@@ -787,39 +787,43 @@ std::vector<Trial> Store::elites(int64_t run_id) const {
 void Store::record_profile(int64_t run_id, const TrialProfile& tp) {
   require_writable("record a profile");
   const bool of_trial = tp.baseline.empty();
-  guarded(path_, of_trial ? "recording the profile of trial " + std::to_string(tp.trial_id)
-                          : "recording the profile of baseline " + tp.baseline,
-          [&] {
-    const KernelProfile& p = tp.profile;
-    nlohmann::json stalls = nlohmann::json::array();
-    for (const auto& [reason, v] : p.stalls) stalls.push_back({reason, v});
-    sql::Stmt st(
-        db_,
-        "INSERT OR REPLACE INTO profiles (run_id, trial_id, problem, kernel, duration_us, sm_pct, tensor_pct, "
-        "occupancy_pct, dram_pct, l2_hit_pct, sm_clock_mhz, registers, smem_bytes, grid, block, stalls, tool, "
-        "created_at, baseline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
-        "?18, ?19)");
-    st.bind_int(1, run_id);
-    if (of_trial) st.bind_int(2, tp.trial_id);
-    else st.bind_text(19, tp.baseline);
-    st.bind_int(3, tp.problem)
-        .bind_text(4, p.kernel)
-        .bind_real(5, p.duration_us)
-        .bind_real(6, p.sm_pct)
-        .bind_real(7, p.tensor_pct)
-        .bind_real(8, p.occupancy_pct)
-        .bind_real(9, p.dram_pct)
-        .bind_real(10, p.l2_hit_pct)
-        .bind_real(11, p.sm_clock_mhz)
-        .bind_int(12, p.registers)
-        .bind_int(13, p.smem_bytes)
-        .bind_int(14, p.grid)
-        .bind_int(15, p.block)
-        .bind_text(16, stalls.dump())
-        .bind_text(17, tp.tool)
-        .bind_text(18, tp.created_at.empty() ? utc_now_iso() : tp.created_at);
-    st.run();
-  });
+  guarded(
+      path_,
+      of_trial ? "recording the profile of trial " + std::to_string(tp.trial_id)
+               : "recording the profile of baseline " + tp.baseline,
+      [&] {
+        const KernelProfile& p = tp.profile;
+        nlohmann::json stalls = nlohmann::json::array();
+        for (const auto& [reason, v] : p.stalls) stalls.push_back({reason, v});
+        sql::Stmt st(
+            db_,
+            "INSERT OR REPLACE INTO profiles (run_id, trial_id, problem, kernel, duration_us, sm_pct, tensor_pct, "
+            "occupancy_pct, dram_pct, l2_hit_pct, sm_clock_mhz, registers, smem_bytes, grid, block, stalls, tool, "
+            "created_at, baseline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+            "?18, ?19)");
+        st.bind_int(1, run_id);
+        if (of_trial)
+          st.bind_int(2, tp.trial_id);
+        else
+          st.bind_text(19, tp.baseline);
+        st.bind_int(3, tp.problem)
+            .bind_text(4, p.kernel)
+            .bind_real(5, p.duration_us)
+            .bind_real(6, p.sm_pct)
+            .bind_real(7, p.tensor_pct)
+            .bind_real(8, p.occupancy_pct)
+            .bind_real(9, p.dram_pct)
+            .bind_real(10, p.l2_hit_pct)
+            .bind_real(11, p.sm_clock_mhz)
+            .bind_int(12, p.registers)
+            .bind_int(13, p.smem_bytes)
+            .bind_int(14, p.grid)
+            .bind_int(15, p.block)
+            .bind_text(16, stalls.dump())
+            .bind_text(17, tp.tool)
+            .bind_text(18, tp.created_at.empty() ? utc_now_iso() : tp.created_at);
+        st.run();
+      });
 }
 
 void Store::record_baseline(int64_t run_id, const BaselineResult& b) {

@@ -62,7 +62,8 @@ std::string last_lines(const std::string& text, size_t n) {
   return join(std::vector<std::string>(lines.begin() + static_cast<long>(from), lines.end()), "\n");
 }
 
-// The kernels ncu profiled in `range` while `program` ran. Throws EngineError when ncu failed, timed out or profiled nothing.
+// The kernels ncu profiled in `range` while `program` ran. Throws EngineError when ncu failed, timed out or profiled
+// nothing.
 struct Profiled {
   std::vector<KernelProfile> kernels;
 };
@@ -132,8 +133,8 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
   size_t i = 0;
   auto store = [&](TrialProfile tp) {
     s.record_profile(run->id, tp);
-    log << "  " << run->problems[static_cast<size_t>(tp.problem)].canonical() << ": "
-        << fmt_us(tp.profile.duration_us) << " µs, " << limiter(tp.profile) << "\n";
+    log << "  " << run->problems[static_cast<size_t>(tp.problem)].canonical() << ": " << fmt_us(tp.profile.duration_us)
+        << " µs, " << limiter(tp.profile) << "\n";
     sum.profiles.push_back(std::move(tp));
   };
 
@@ -154,8 +155,8 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
   for (const BaselineResult& b : baselines) {
     log << "profiling baseline " << b.name << " (" << ++i << "/" << total << ")\n" << std::flush;
     const Problem& p = run->problems.at(static_cast<size_t>(b.problem));
-    const auto program = evaluation(o, *run, todo.front().config, {p}, spec_baseline_of(b),
-                                    scratch.db("b" + std::to_string(b.id)));
+    const auto program =
+        evaluation(o, *run, todo.front().config, {p}, spec_baseline_of(b), scratch.db("b" + std::to_string(b.id)));
     Profiled got = profile_program(ncu, program, baseline_range(b.name, 0), 0, o.timeout_s);
     auto longest = std::max_element(got.kernels.begin(), got.kernels.end(),
                                     [](const auto& x, const auto& y) { return x.duration_us < y.duration_us; });

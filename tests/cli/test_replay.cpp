@@ -654,7 +654,7 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
   CHECK(bargs.find("--nvtx-include\nevotune_baseline vendor-top8 p0/\n--csv\n") != std::string::npos);
   CHECK(bargs.find("--baselines\nvendor\n") != std::string::npos);
   CHECK(bargs.find("vendor-top8\n--") == std::string::npos);  // measured under its spec name
-  CHECK(bargs.find("cudnn") == std::string::npos);             // skipped: nothing to profile
+  CHECK(bargs.find("cudnn") == std::string::npos);            // skipped: nothing to profile
   {
     std::vector<TrialProfile> all = Store::open(db, Store::Mode::read_only).profiles(1);
     REQUIRE(all.size() == 4);
@@ -663,8 +663,7 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
   }
   REQUIRE(run_cli({"--db", db, "report", "1", "-o", md.string()}) == 0);
   const std::string with_baselines = read_text(md);
-  CHECK(with_baselines.find("| baseline vendor | " + problem + " | 11.49 | ") !=
-        std::string::npos);
+  CHECK(with_baselines.find("| baseline vendor | " + problem + " | 11.49 | ") != std::string::npos);
   CHECK(with_baselines.find("  - beside it, baseline vendor (11.49 µs): ") != std::string::npos);
 
   // ncu without access to the counters, or none at all: exit 5, a message
@@ -729,6 +728,7 @@ TEST_CASE("baselines stored beside a run show in top, in the report's top line a
   const std::string text = read_text(md);
   INFO(text);
   CHECK(text.find("| vs vendor |") != std::string::npos);  // a speedup column per baseline measured ok
+  CHECK(text.find("| baseline libraries | vendor: cuBLASLt 13.0.2 |") != std::string::npos);  // not the algorithm
   CHECK(text.find("| vs cudnn |") == std::string::npos);
   CHECK(text.find("## Baselines") != std::string::npos);
   CHECK(text.find("| skipped: PyTorch not installed for python3 |") != std::string::npos);

@@ -1191,8 +1191,7 @@ TEST_CASE("a version-6 database's trial profiles are read as they are and kept b
   CHECK(count(path, "SELECT COUNT(*) FROM profiles") == 0);
 }
 
-TEST_CASE("profiles of baselines: one per name and problem beside the trials' profiles, listed after them",
-          "[store]") {
+TEST_CASE("profiles of baselines: one per name and problem beside the trials' profiles, listed after them", "[store]") {
   TempDir dir;
   Store s = Store::open(dir.file("bp.db"));
   int64_t run = s.create_run(sample_run());
@@ -1221,11 +1220,13 @@ TEST_CASE("profiles of baselines: one per name and problem beside the trials' pr
   CHECK(got[2].baseline == "cublaslt-top8");
   CHECK(count(s.path(), "SELECT COUNT(*) FROM profiles WHERE trial_id IS NULL") == 2);
   // A row is a trial's or a baseline's, never both nor neither.
-  CHECK_THROWS_AS(sql_exec(s.path(), "INSERT INTO profiles (run_id, trial_id, baseline, problem, kernel, duration_us, "
-                                     "created_at) VALUES (1, 1, 'x', 0, 'k', 1, 'now')"),
+  CHECK_THROWS_AS(sql_exec(s.path(),
+                           "INSERT INTO profiles (run_id, trial_id, baseline, problem, kernel, duration_us, "
+                           "created_at) VALUES (1, 1, 'x', 0, 'k', 1, 'now')"),
                   sql::SqlError);
-  CHECK_THROWS_AS(sql_exec(s.path(), "INSERT INTO profiles (run_id, problem, kernel, duration_us, created_at) "
-                                     "VALUES (1, 0, 'k', 1, 'now')"),
+  CHECK_THROWS_AS(sql_exec(s.path(),
+                           "INSERT INTO profiles (run_id, problem, kernel, duration_us, created_at) "
+                           "VALUES (1, 0, 'k', 1, 'now')"),
                   sql::SqlError);
 }
 
