@@ -131,6 +131,11 @@ void ConsoleProgress::baselines_started(size_t baselines, size_t problems) {
        << " problem(s), on this GPU with the elites' timing..." << std::endl;
 }
 
+void ConsoleProgress::baselines_done(double seconds) {
+  if (quiet_) return;
+  out_ << strfmt("  measured in %.1f s (not counted in the run's time)\n", seconds);
+}
+
 void ConsoleProgress::baseline(const TunePlan& plan, const BaselineResult& b) {
   if (quiet_) return;
   const std::string where = plan.problems.size() > 1 ? " [" + std::to_string(b.problem) + "]" : "";

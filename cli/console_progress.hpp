@@ -24,6 +24,7 @@ class ConsoleProgress : public Progress {
   void retime_started(size_t elites, const TuneOptions& o) override;
   void retime_round(int round, int rounds) override;
   void baselines_started(size_t baselines, size_t problems) override;
+  void baselines_done(double seconds) override;
   void baseline(const TunePlan& plan, const BaselineResult& b) override;
   void finished(const TunePlan& plan, const RunSummary& s) override;
 

@@ -44,10 +44,7 @@ std::vector<BaselineResult> measure_one(const TunePlan& plan, GpuPool& gpu, cons
     r.timing = plan.options.timing;
     r.sustained = timing_of(plan.options);
     r.tol = gpu.setup().problems.at(static_cast<size_t>(pi)).tol;
-    const auto t0 = std::chrono::steady_clock::now();
-    BaselineResult res = torch_sdpa_baseline(r, timeout_s);
-    gpu.add_gpu_time(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    return {res};
+    return {torch_sdpa_baseline(r, timeout_s)};
   }
   BaselineRequest r;
   r.problem = pi;
@@ -79,6 +76,7 @@ std::vector<BaselineResult> measure_baselines(const TunePlan& plan, GpuPool& gpu
   std::vector<BaselineResult> all;
   if (todo.empty()) return all;
   progress.baselines_started(todo.size(), plan.problems.size());
+  const auto t0 = std::chrono::steady_clock::now();
   for (size_t pi = 0; pi < plan.problems.size(); ++pi)
     for (const BaselineSpec& b : todo)
       for (BaselineResult& r : measure_one(plan, gpu, b, static_cast<int>(pi))) {
@@ -87,6 +85,7 @@ std::vector<BaselineResult> measure_baselines(const TunePlan& plan, GpuPool& gpu
         progress.baseline(plan, r);
         all.push_back(std::move(r));
       }
+  progress.baselines_done(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return all;
 }
 

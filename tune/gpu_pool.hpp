@@ -39,7 +39,7 @@ class GpuPool : public CompilingEvaluator {
   // Runs a staged job again on the first GPU (the final re-timing), its time
   // counted as GPU work.
   EvalReply remeasure(const EvalRequest& request, double timeout_s);
-  // Times a baseline on the first GPU's problem buffers, counted as GPU work.
+  // Times a baseline on the first GPU's problem buffers (after the run: not counted as its GPU work).
   std::vector<BaselineResult> baseline(const BaselineRequest& request, double timeout_s);
   // Counts other GPU work of the run (the elites under the sanitizer).
   void add_gpu_time(double seconds);

@@ -42,6 +42,8 @@ class Progress {
   virtual void retime_round(int /*round*/, int /*rounds*/) {}
   virtual void baselines_started(size_t /*baselines*/, size_t /*problems*/) {}
   virtual void baseline(const TunePlan& /*plan*/, const BaselineResult& /*b*/) {}
+  // The step's wall time, which the run's own time leaves out.
+  virtual void baselines_done(double /*seconds*/) {}
   virtual void finished(const TunePlan& /*plan*/, const RunSummary& /*s*/) {}
 };
 

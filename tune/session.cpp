@@ -63,9 +63,11 @@ class Session {
       if (!outcome.interrupted) {
         sanitize();
         retime();
-        baselines();
       }
-      return finish(outcome);
+      TuneResult r = close(outcome);
+      if (!outcome.interrupted) r.baselines = baselines();
+      summarize(r);
+      return r;
     } catch (...) {
       if (std::uncaught_exceptions() == uncaught) fail();
       throw;
@@ -109,11 +111,15 @@ class Session {
     if (gpu_) retime_elites(plan_, *gpu_, *recorder_, *store_, progress_);
   }
 
-  void baselines() {
-    if (gpu_) baselines_ = measure_baselines(plan_, *gpu_, *store_, recorder_->run().id, progress_);
+  // Measured beside the finished run, off its clock: the run's time and
+  // trials/min are the search's and its checks'.
+  std::vector<BaselineResult> baselines() {
+    if (!gpu_) return {};
+    return measure_baselines(plan_, *gpu_, *store_, recorder_->run().id, progress_);
   }
 
-  TuneResult finish(const SearchOutcome& outcome) {
+  // The run recorded as done (or interrupted), its time and shares frozen.
+  TuneResult close(const SearchOutcome& outcome) {
     const std::string status = outcome.interrupted ? "interrupted" : "done";
     recorder_->finish(status, *evaluator_);
     const RunStats& stats = recorder_->stats();
@@ -124,7 +130,6 @@ class Session {
     r.default_trial = recorder_->default_trial();
     r.status_counts = recorder_->counts();
     r.interrupted = outcome.interrupted;
-    r.baselines = baselines_;
     r.exhausted = outcome.exhausted;
     const double total = evaluator_->elapsed();
     const double capacity = total * evaluator_->gpus();
@@ -133,14 +138,17 @@ class Session {
         total > 0
             ? std::min(1.0, (stats.compile_busy_s - before.stats.compile_busy_s) / (total * plan_.compile_threads))
             : 0;
+    return r;
+  }
+
+  void summarize(const TuneResult& r) {
     RunSummary s;
     s.result = &r;
-    s.stats = stats;
+    s.stats = recorder_->stats();
     s.spent = recorder_->spent();
     s.simulated = evaluator_->simulated();
     s.gpu_time = evaluator_->gpus() > 0;
     progress_.finished(plan_, s);
-    return r;
   }
 
   // A run that ends by an exception (a spec error found on a config mid-run,
@@ -173,7 +181,6 @@ class Session {
   std::optional<Store> store_;
   std::optional<RunRecorder> recorder_;
   std::optional<SanitizerGate> gate_;
-  std::vector<BaselineResult> baselines_;
 };
 
 }  // namespace
