@@ -134,11 +134,38 @@ void write_top_line_row(std::ostream& md, const TopLine& c, const std::string& n
      << " | `" << t.config.canonical() << "` |\n";
 }
 
+// A baseline measured ok on every problem, in the top line's columns: its
+// p50s (timed as the elites' re-timing, so also its re-timed time), the
+// default config's and the other baselines' times over its own.
+void write_baseline_row(std::ostream& md, const TopLine& c, const BaselineSummary& b) {
+  const RunInfo& r = c.r;
+  md << "| baseline " << b.name << " | - |";
+  std::vector<double> tf;
+  double mx = 0, mean = 0;
+  for (size_t i = 0; i < r.problems.size(); ++i) {
+    const BaselineResult* x = i < b.per_problem.size() ? b.per_problem[i] : nullptr;
+    md << " " << (x ? fmt_us(x->m.p50_us) : "-") << " |";
+    if (!x) continue;
+    const double fl = c.spec.flops_of(r.problems[i]);
+    if (fl > 0 && x->m.p50_us > 0) tf.push_back(fl / (x->m.p50_us * 1e-6) / 1e12);
+    if (x->library != "reference") mx = std::max(mx, x->m.err.max_abs), mean = std::max(mean, x->m.err.mean_abs);
+  }
+  const double tflops = tf.empty() ? 0 : geomean(tf);
+  md << " " << fmt_us(b.us) << " | " << (tflops > 0 ? strfmt("%.1f", tflops) : "-") << " |";
+  if (c.peak.tflops > 0) md << " " << pct_of_peak(tflops, c.peak) << " |";
+  md << " " << fmt_ratio(c.def && c.def->ok() && c.def->fitness > 0 ? c.def->fitness / b.us : 0) << " |";
+  for (const BaselineSummary& o : c.baselines) md << " " << fmt_ratio(o.us / b.us) << " |";
+  const bool ref = b.library == "reference";
+  md << " " << (ref ? "-" : fmt_sci(mx)) << " | " << (ref ? "-" : fmt_sci(mean)) << " | - | - | "
+     << one_line_md(b.detail) << " |\n";
+}
+
 void write_top_line(std::ostream& md, const TopLine& c, const std::vector<Trial>& elites) {
   const RunInfo& r = c.r;
   md << "## Top line\n\n";
   md << "p50 in the search; re-timed: the elites' final interleaved re-timing under sustained load (geomean over "
-        "problems), the time the speedups over the baselines use (the baselines were timed the same way).";
+        "problems), the time the speedups over the baselines use (the baselines, last, were timed the same way; for "
+        "them, vs default is the default config's search p50 over theirs).";
   if (c.peak.tflops > 0)
     md << " % of peak: TFLOP/s over " << strfmt("%.1f", c.peak.tflops) << " TFLOP/s (" << c.peak.what << ").";
   else
@@ -154,6 +181,7 @@ void write_top_line(std::ostream& md, const TopLine& c, const std::vector<Trial>
   if (c.def && c.def->ok()) write_top_line_row(md, c, "default config", *c.def);
   int rank = 0;
   for (const auto& e : elites) write_top_line_row(md, c, "elite #" + std::to_string(++rank), e);
+  for (const BaselineSummary& b : c.baselines) write_baseline_row(md, c, b);
   if (elites.empty()) md << "\nNo trial passed every gate.\n";
 }
 

@@ -729,6 +729,8 @@ TEST_CASE("baselines stored beside a run show in top, in the report's top line a
   INFO(text);
   CHECK(text.find("| vs vendor |") != std::string::npos);  // a speedup column per baseline measured ok
   CHECK(text.find("| baseline libraries | vendor: cuBLASLt 13.0.2 |") != std::string::npos);  // not the algorithm
+  // The baselines are rows of the top line too.
+  CHECK(text.find("| baseline vendor | - | ") != std::string::npos);
   CHECK(text.find("| vs cudnn |") == std::string::npos);
   CHECK(text.find("## Baselines") != std::string::npos);
   CHECK(text.find("| skipped: PyTorch not installed for python3 |") != std::string::npos);
