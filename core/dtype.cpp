@@ -57,6 +57,10 @@ std::string to_string(ElemType t) {
       return "u32";
     case ElemType::u8:
       return "u8";
+    case ElemType::e4m3:
+      return "e4m3";
+    case ElemType::e5m2:
+      return "e5m2";
   }
   return "?";
 }
@@ -84,6 +88,8 @@ int elem_bytes(ElemType concrete) {
     case ElemType::bf16:
       return 2;
     case ElemType::u8:
+    case ElemType::e4m3:
+    case ElemType::e5m2:
       return 1;
     default:
       return 4;

@@ -15,7 +15,9 @@ int dtype_bytes(Dtype d);
 // "EVOTUNE_DTYPE_FP16": defined to 1 when a kernel is compiled for that dtype.
 const char* dtype_macro(Dtype d);
 
-enum class ElemType { elem, f16, bf16, f32, i32, u32, u8 };  // elem: the run's dtype
+// elem: the run's dtype. e4m3 and e5m2: the OCP 8-bit floats (CUDA's
+// __nv_fp8_e4m3, __nv_fp8_e5m2), for FP8 kernels' inputs and outputs.
+enum class ElemType { elem, f16, bf16, f32, i32, u32, u8, e4m3, e5m2 };
 std::string to_string(ElemType t);
 // The concrete element type of a buffer (elem resolved to the run's dtype).
 ElemType resolve_elem(ElemType t, Dtype run_dtype);

@@ -741,10 +741,12 @@ class TomlReader {
 
 ElemType parse_elem(const std::string& s, const TomlReader& r, const std::string& where) {
   static const std::map<std::string, ElemType> names = {
-      {"elem", ElemType::elem}, {"f16", ElemType::f16}, {"bf16", ElemType::bf16}, {"f32", ElemType::f32},
-      {"i32", ElemType::i32},   {"u32", ElemType::u32}, {"u8", ElemType::u8}};
+      {"elem", ElemType::elem}, {"f16", ElemType::f16},   {"bf16", ElemType::bf16},
+      {"f32", ElemType::f32},   {"i32", ElemType::i32},   {"u32", ElemType::u32},
+      {"u8", ElemType::u8},     {"e4m3", ElemType::e4m3}, {"e5m2", ElemType::e5m2}};
   auto it = names.find(s);
-  if (it == names.end()) r.fail(where, "unknown buffer type '" + s + "*' (elem, f16, bf16, f32, i32, u32, u8)");
+  if (it == names.end())
+    r.fail(where, "unknown buffer type '" + s + "*' (elem, f16, bf16, f32, i32, u32, u8, e4m3, e5m2)");
   return it->second;
 }
 

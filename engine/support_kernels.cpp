@@ -3,12 +3,16 @@
 namespace evotune {
 
 // Element codes follow ElemType: elem=0 (never seen here), f16=1, bf16=2,
-// f32=3, i32=4, u32=5, u8=6. Init codes follow InitKind: normal=0, uniform=1,
-// zero=2, ones=3.
+// f32=3, i32=4, u32=5, u8=6, e4m3=7, e5m2=8. Init codes follow InitKind:
+// normal=0, uniform=1, zero=2, ones=3. The 8-bit floats round to nearest and
+// saturate at their largest finite value (±448, ±57344), as a quantizer
+// would; their poison is a NaN (0xFF, 0xFE), so a kernel that writes NaN
+// there counts as not having written.
 const char* support_kernels_source() {
   return R"cuda(
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -32,7 +36,13 @@ __device__ __forceinline__ void store_elem(void* p, long long i, int elem, int i
     case 4: reinterpret_cast<int*>(p)[i] = __float2int_rn(v); break;
     case 5: reinterpret_cast<unsigned*>(p)[i] = random_bits ? static_cast<unsigned>(h) : static_cast<unsigned>(v); break;
     case 6: reinterpret_cast<unsigned char*>(p)[i] = random_bits ? static_cast<unsigned char>(h) : static_cast<unsigned char>(v); break;
+    case 7: reinterpret_cast<__nv_fp8_storage_t*>(p)[i] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3); break;
+    case 8: reinterpret_cast<__nv_fp8_storage_t*>(p)[i] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2); break;
   }
+}
+
+__device__ __forceinline__ float fp8_to_float(__nv_fp8_storage_t b, __nv_fp8_interpretation_t kind) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(b, kind)));
 }
 
 extern "C" __global__ void evotune_fill(void* p, long long n, int elem, int init, float scale,
@@ -57,6 +67,8 @@ extern "C" __global__ void evotune_poison(void* p, long long n, int elem) {
       case 3: reinterpret_cast<unsigned*>(p)[i] = 0xFFC0DEADu; break;
       case 4: case 5: reinterpret_cast<unsigned*>(p)[i] = 0xDEADBEEFu; break;
       case 6: reinterpret_cast<unsigned char*>(p)[i] = 0xAB; break;
+      case 7: reinterpret_cast<unsigned char*>(p)[i] = 0xFF; break;
+      case 8: reinterpret_cast<unsigned char*>(p)[i] = 0xFE; break;
     }
   }
 }
@@ -71,6 +83,10 @@ __device__ __forceinline__ float load_elem(const void* p, long long i, int elem,
               return __uint_as_float(b); }
     case 4: { int b = reinterpret_cast<const int*>(p)[i]; poison = (unsigned)b == 0xDEADBEEFu; return (float)b; }
     case 5: { unsigned b = reinterpret_cast<const unsigned*>(p)[i]; poison = b == 0xDEADBEEFu; return (float)b; }
+    case 7: { unsigned char b = reinterpret_cast<const unsigned char*>(p)[i]; poison = b == 0xFF;
+              return fp8_to_float(b, __NV_E4M3); }
+    case 8: { unsigned char b = reinterpret_cast<const unsigned char*>(p)[i]; poison = b == 0xFE;
+              return fp8_to_float(b, __NV_E5M2); }
     default: { unsigned char b = reinterpret_cast<const unsigned char*>(p)[i]; poison = false; return (float)b; }
   }
 }

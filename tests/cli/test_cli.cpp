@@ -249,6 +249,22 @@ TEST_CASE("compile-only runs work without a GPU and are queryable", "[cli]") {
   CHECK(rep.out.find("# evotune report") != std::string::npos);
 }
 
+TEST_CASE("8-bit float buffers: a kernel and reference on e4m3 and e5m2 compile for sm_80 and sm_90a", "[cli][fp8]") {
+  TempDir t;
+  const std::string spec = evotune_test::source_dir() + "/tests/data/fp8/spec.toml";
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    Result r = run_cli(std::string("run -q --kernel ") + spec + " --problem N=1000 --compile-only --arch " + arch +
+                           " --budget 2 --db " + t.db(),
+                       "EVOTUNE_CACHE_DIR=" + (t.path / "cache").string());
+    INFO(arch << ": " << r.out);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("(ok 2)") != std::string::npos);
+  }
+  Result k = run_cli("kernels " + spec + " --json");
+  REQUIRE(k.code == 0);
+  CHECK(k.out.find("e4m3") != std::string::npos);
+}
+
 TEST_CASE("compile-only compiles the reference and names a missing entry point", "[cli]") {
   TempDir t;
   const fs::path spec_dir = t.path / "k";

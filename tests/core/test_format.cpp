@@ -65,6 +65,10 @@ TEST_CASE("element sizes: elem is the run's dtype; the dtype's macro", "[format]
   CHECK(elem_bytes(ElemType::i32) == 4);
   CHECK(elem_bytes(ElemType::u32) == 4);
   CHECK(elem_bytes(ElemType::u8) == 1);
+  CHECK(elem_bytes(ElemType::e4m3) == 1);
+  CHECK(elem_bytes(ElemType::e5m2, Dtype::bf16) == 1);
+  CHECK(to_string(ElemType::e4m3) == "e4m3");
+  CHECK(to_string(ElemType::e5m2) == "e5m2");
   CHECK(resolve_elem(ElemType::elem, Dtype::bf16) == ElemType::bf16);
   CHECK(resolve_elem(ElemType::i32, Dtype::bf16) == ElemType::i32);
   CHECK(std::string(dtype_macro(Dtype::fp16)) == "EVOTUNE_DTYPE_FP16");

@@ -466,3 +466,32 @@ TEST_CASE("profile: Nsight Compute takes each problem's launch of the elite and 
   CHECK(baselines >= 2);  // the reference on each problem at least
   CHECK(sum.profiles.size() == static_cast<size_t>(2 + baselines));
 }
+
+// 8-bit float buffers on the GPU: drawn (rounded, saturated, never NaN),
+// poisoned and checked as e4m3 and e5m2, against a reference that decodes
+// the bits by hand.
+TEST_CASE("8-bit float buffers: generated, checked and told apart from wrong results", "[gpu][fp8]") {
+  TempDir t;
+  TuneOptions o = options(t, evotune_test::source_dir() + "/tests/data/fp8/spec.toml", {"N=100003"});
+  o.strategy = "exhaustive";
+  o.budget = 2;
+  o.baselines = "none";
+  o.sanitize = "none";
+  std::ostringstream log;
+  TuneResult r = tune(o, log);
+  INFO(log.str());
+  Store s = Store::open(o.db_path, Store::Mode::read_only);
+  std::vector<Trial> trials = s.trials(r.run.id);
+  REQUIRE(trials.size() == 2);
+  for (const Trial& tr : trials) {
+    INFO(tr.config.canonical() << " -> " << to_string(tr.status) << ": " << tr.error);
+    if (tr.config.at("MODE") == 0) {
+      CHECK(tr.ok());
+      REQUIRE(tr.per_problem.size() == 1);
+      CHECK(tr.per_problem[0].err.max_abs == 0);  // bit-exact in every output, the e5m2 rounding included
+    } else {
+      CHECK(tr.status == TrialStatus::incorrect);
+      CHECK(tr.error.find("max abs error") != std::string::npos);
+    }
+  }
+}
