@@ -3,8 +3,10 @@
 // factors (the real values are q_descale·Q, k_descale·K, v_descale·V), softmax
 // in fp32, O in the run's dtype (fp16 or bf16). sm_89 and newer.
 //
-// Problem. Q, K, V and O are [B, H, S, D], D innermost; the causal mask keeps
-// key j <= query i.
+// Problem. Q and O are [B, H, S, D], K and V [B, HKV, SKV, D], D innermost.
+// Query head h reads key/value head h / (H / HKV) (grouped-query attention).
+// The causal mask is aligned bottom-right, as FlashAttention's: query i sees
+// keys j <= i + SKV - S; a query that sees no key gets O = 0.
 //
 // Design (FlashAttention-2 style, one CTA per BLOCK_M query rows of one head).
 //  * Each of the WARPS warps owns M_TILES tiles of 16 query rows. Q (the CTA's
@@ -150,31 +152,34 @@ __device__ __forceinline__ void transpose_v(unsigned char* vt, const unsigned ch
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     sdpa_fp8(const unsigned char* __restrict__ Q, const unsigned char* __restrict__ K,
-             const unsigned char* __restrict__ V, evotune_elem_t* __restrict__ O, int S, float scale, float q_descale,
-             float k_descale, float v_descale) {
+             const unsigned char* __restrict__ V, evotune_elem_t* __restrict__ O, int H, int S, int SKV, int group,
+             float scale, float q_descale, float k_descale, float v_descale) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem& sm = *reinterpret_cast<Smem*>(smem_raw);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
   const int m0 = blockIdx.x * BLOCK_M;
-  const size_t head = (size_t)blockIdx.y * S * HEAD_DIM;
+  const size_t head = (size_t)blockIdx.y * S * HEAD_DIM;  // Q and O: head b*H + h
+  const int b = blockIdx.y / H, h = blockIdx.y % H;
+  const size_t kv_head = ((size_t)b * (H / group) + h / group) * SKV * HEAD_DIM;
   const unsigned char* q_head = Q + head;
-  const unsigned char* k_head = K + head;
-  const unsigned char* v_head = V + head;
+  const unsigned char* k_head = K + kv_head;
+  const unsigned char* v_head = V + kv_head;
+  const int shift = SKV - S;  // causal: query i sees keys j <= i + shift
   // log2(e) · scale · the descales: s·c is the exponent of 2 the softmax takes.
   const float c = 1.4426950408889634f * scale * q_descale * k_descale;
   constexpr float p_mul = P_SCALE ? 256.0f : 1.0f;
 
   const int last_row = min(m0 + BLOCK_M, S) - 1;
-  const int n_keys = IS_CAUSAL ? last_row + 1 : S;
+  const int n_keys = IS_CAUSAL ? max(0, min(SKV, last_row + 1 + shift)) : SKV;
   const int n_tiles = (n_keys + BLOCK_N - 1) / BLOCK_N;
 
   load_rows(sm.q, q_head, m0, BLOCK_M, S, tid);
   evotune_ptx::cp_async_commit();
   for (int st = 0; st < STAGES - 1; ++st) {
     if (st < n_tiles) {
-      load_rows(sm.k[st], k_head, st * BLOCK_N, BLOCK_N, S, tid);
-      load_rows(sm.v[st], v_head, st * BLOCK_N, BLOCK_N, S, tid);
+      load_rows(sm.k[st], k_head, st * BLOCK_N, BLOCK_N, SKV, tid);
+      load_rows(sm.v[st], v_head, st * BLOCK_N, BLOCK_N, SKV, tid);
     }
     evotune_ptx::cp_async_commit();
   }
@@ -199,8 +204,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     if (STAGES > 1) evotune_ptx::cp_async_wait<STAGES - 2>();
     else {
       if (j > 0) __syncthreads();  // every warp done with tile j-1's K before it is overwritten
-      load_rows(sm.k[0], k_head, j * BLOCK_N, BLOCK_N, S, tid);
-      load_rows(sm.v[0], v_head, j * BLOCK_N, BLOCK_N, S, tid);
+      load_rows(sm.k[0], k_head, j * BLOCK_N, BLOCK_N, SKV, tid);
+      load_rows(sm.v[0], v_head, j * BLOCK_N, BLOCK_N, SKV, tid);
       evotune_ptx::cp_async_commit();
       evotune_ptx::cp_async_wait_all();
     }
@@ -209,8 +214,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     if (STAGES > 1) {
       const int next = j + STAGES - 1;
       if (next < n_tiles) {
-        load_rows(sm.k[next % STAGES], k_head, next * BLOCK_N, BLOCK_N, S, tid);
-        load_rows(sm.v[next % STAGES], v_head, next * BLOCK_N, BLOCK_N, S, tid);
+        load_rows(sm.k[next % STAGES], k_head, next * BLOCK_N, BLOCK_N, SKV, tid);
+        load_rows(sm.v[next % STAGES], v_head, next * BLOCK_N, BLOCK_N, SKV, tid);
       }
       evotune_ptx::cp_async_commit();
     }
@@ -236,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 #pragma unroll
     for (int mt = 0; mt < M_TILES; ++mt) {
       const int row0 = m0 + (warp * M_TILES + mt) * 16;  // this m16 tile's first query row
-      if (IS_CAUSAL && key0 > row0 + 15) continue;         // every key of the tile is masked for these rows
+      if (IS_CAUSAL && key0 > row0 + 15 + shift) continue;  // every key of the tile is masked for these rows
       float s[NT_S][4];
 #pragma unroll
       for (int n = 0; n < NT_S; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
@@ -261,8 +266,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
           mma_fp8(s[n], a, ld32(kr), ld32(kr + 16));
         }
       }
-      // Masks: keys at or past S, and (causal) keys after the query row.
-      const bool edge = key0 + BLOCK_N > S || (IS_CAUSAL && key0 + BLOCK_N - 1 > row0);
+      // Masks: keys at or past SKV, and (causal) keys after the query row's.
+      const bool edge = key0 + BLOCK_N > SKV || (IS_CAUSAL && key0 + BLOCK_N - 1 > row0 + shift);
       if (edge) {
 #pragma unroll
         for (int n = 0; n < NT_S; ++n)
@@ -270,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
           for (int e = 0; e < 4; ++e) {
             const int key = key0 + n * 8 + 2 * t + (e & 1);
             const int row = row0 + g + (e >= 2 ? 8 : 0);
-            if (key >= S || (IS_CAUSAL && key > row)) s[n][e] = -kInf;
+            if (key >= SKV || (IS_CAUSAL && key > row + shift)) s[n][e] = -kInf;
           }
       }
       // Online softmax, per half (rows g and g+8).
@@ -322,7 +327,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
   evotune_ptx::cp_async_wait_all();
 
   // O = acc · v_descale / (256 ·) l; rows past S are not stored; a row that
-  // saw no key (none here: every row sees key 0) would be 0.
+  // saw no key (l = 0) gets 0.
 #pragma unroll
   for (int mt = 0; mt < M_TILES; ++mt) {
     const int row0 = m0 + (warp * M_TILES + mt) * 16;

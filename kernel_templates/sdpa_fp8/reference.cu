@@ -2,6 +2,8 @@
 // inputs (e4m3 decoded by cuda_fp8.h, times each tensor's descale), one CTA
 // per (query row, b*h), as sdpa_fwd's reference: pass 1 the scores' max,
 // pass 2 the exponentials and their sum, pass 3 each thread's output dims.
+// Query head h reads key/value head h / group; causal: query i sees keys
+// j <= i + SKV - S, and a query that sees none gets 0.
 #include <cuda_fp8.h>
 
 #ifndef HEAD_DIM
@@ -27,22 +29,28 @@ __device__ float ref_dot(const float* q, const unsigned char* k, float k_descale
 }
 
 extern "C" __global__ void __launch_bounds__(REF_THREADS)
-    sdpa_fp8_reference(const unsigned char* Q, const unsigned char* K, const unsigned char* V, float* O, int S,
-                       float scale, float q_descale, float k_descale, float v_descale) {
+    sdpa_fp8_reference(const unsigned char* Q, const unsigned char* K, const unsigned char* V, float* O, int H, int S,
+                       int SKV, int group, float scale, float q_descale, float k_descale, float v_descale) {
   __shared__ float q[HEAD_DIM];
   __shared__ float p[REF_CHUNK];
   __shared__ float red[REF_WARPS];
   const int i = blockIdx.x;
   const size_t head = (size_t)blockIdx.y * S * HEAD_DIM;
+  const int b = blockIdx.y / H, h = blockIdx.y % H;
+  const size_t kv = ((size_t)b * (H / group) + h / group) * SKV * HEAD_DIM;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int n_keys = IS_CAUSAL ? i + 1 : S;
+  const int n_keys = IS_CAUSAL ? max(0, min(SKV, i + 1 + SKV - S)) : SKV;
+  if (n_keys == 0) {
+    for (int d = tid; d < HEAD_DIM; d += REF_THREADS) O[head + (size_t)i * HEAD_DIM + d] = 0.f;
+    return;
+  }
 
   for (int d = tid; d < HEAD_DIM; d += REF_THREADS) q[d] = dq(Q[head + (size_t)i * HEAD_DIM + d], q_descale);
   __syncthreads();
 
   float mx = -3.0e38f;
   for (int j = warp; j < n_keys; j += REF_WARPS)
-    mx = fmaxf(mx, scale * ref_dot(q, K + head + (size_t)j * HEAD_DIM, k_descale, lane));
+    mx = fmaxf(mx, scale * ref_dot(q, K + kv + (size_t)j * HEAD_DIM, k_descale, lane));
   if (lane == 0) red[warp] = mx;
   __syncthreads();
   mx = red[0];
@@ -55,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(REF_THREADS)
   for (int j0 = 0; j0 < n_keys; j0 += REF_CHUNK) {
     const int n = min(REF_CHUNK, n_keys - j0);
     for (int jj = warp; jj < n; jj += REF_WARPS) {
-      const float s = scale * ref_dot(q, K + head + (size_t)(j0 + jj) * HEAD_DIM, k_descale, lane);
+      const float s = scale * ref_dot(q, K + kv + (size_t)(j0 + jj) * HEAD_DIM, k_descale, lane);
       if (lane == 0) p[jj] = expf(s - mx);
     }
     __syncthreads();
@@ -63,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(REF_THREADS)
     for (int t = 0; t * REF_THREADS + tid < HEAD_DIM; ++t) {
       const int d = t * REF_THREADS + tid;
       float a = acc[t];
-      for (int jj = 0; jj < n; ++jj) a += p[jj] * dq(V[head + (size_t)(j0 + jj) * HEAD_DIM + d], v_descale);
+      for (int jj = 0; jj < n; ++jj) a += p[jj] * dq(V[kv + (size_t)(j0 + jj) * HEAD_DIM + d], v_descale);
       acc[t] = a;
     }
     __syncthreads();

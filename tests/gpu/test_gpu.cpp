@@ -266,9 +266,11 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       // More units than SMs, the first query tile of each head seeing no key
       // (S > SKV, causal): persistent CTAs run empty units between full ones.
       {"sdpa_fwd_sm90", {"B=8,H=16,HKV=4,S=300,SKV=100,D=64,CAUSAL=1"}, "fp16"},
-      // FP8 inputs (sm_89+): ragged keys, the causal diagonal, head dim 256.
+      // FP8 inputs (sm_89+): ragged keys, grouped heads with a longer cache
+      // (causal), decode against a long cache, head dim 256.
       {"sdpa_fp8", {"B=1,H=3,S=77,D=64"}, "bf16"},
-      {"sdpa_fp8", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "fp16"},
+      {"sdpa_fp8", {"B=2,H=4,HKV=2,S=333,SKV=517,D=128,CAUSAL=1"}, "fp16"},
+      {"sdpa_fp8", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "bf16"},
       {"sdpa_fp8", {"B=1,H=2,S=200,D=256"}, "bf16"},
   };
   for (const auto& c : cases) {
