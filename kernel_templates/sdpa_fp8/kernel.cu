@@ -28,10 +28,13 @@
 //    lands, the CTA writes it transposed and permuted (Vt[d][slot] =
 //    V[key(slot)][d]) with byte permutes, so a B operand is one 4-byte word.
 //    This is the V transpose FP8's k-major operands need.
+//  * P16=1 keeps P in 16 bits instead (fp16, m16n8k16 for P·V): V is then
+//    written transposed as fp16 (e4m3 values are exact in fp16), keys in their
+//    own order, since the 16-bit A layout is the accumulators' own.
 //  * O is divided by the row sums, times v_descale (and 1/256), and stored.
 //
 // Tunables (spec.toml lists their values): BLOCK_N, WARPS, M_TILES, STAGES,
-// Q_IN_REGS, P_SCALE, MIN_BLOCKS. Problem: HEAD_DIM (64, 128, 256), IS_CAUSAL.
+// Q_IN_REGS, P_SCALE, P16, MIN_BLOCKS. Problem: HEAD_DIM (64, 128, 256), IS_CAUSAL.
 
 #include <cuda_fp8.h>
 
@@ -61,6 +64,9 @@
 #ifndef P_SCALE
 #define P_SCALE 1
 #endif
+#ifndef P16
+#define P16 0
+#endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
@@ -68,7 +74,8 @@
 #define BLOCK_M (16 * WARPS * M_TILES)
 #define THREADS (32 * WARPS)
 #define ROW (HEAD_DIM + 16)   // bytes per Q/K/V row in shared memory
-#define VT_ROW (BLOCK_N + 16) // bytes per transposed V row (one head dimension)
+// Bytes per transposed V row (one head dimension): e4m3, or fp16 with P16.
+#define VT_ROW (P16 ? 2 * (BLOCK_N + 8) : BLOCK_N + 16)
 #define KSTEPS (HEAD_DIM / 32)
 #define NT_S (BLOCK_N / 8)     // n8 tiles of S
 #define NT_O (HEAD_DIM / 8)    // n8 tiles of O
@@ -125,27 +132,53 @@ __device__ __forceinline__ void load_rows(unsigned char* dst, const unsigned cha
   }
 }
 
-// Vt[d][slot] = V[key(slot)][d] for the tile in `v`: each thread builds 4x4
-// byte blocks (4 slots of one 32-key block x 4 head dimensions) from the
-// four V rows those slots name, with byte permutes.
+// Four e4m3 bytes as four fp16 values (exact), low byte first.
+__device__ __forceinline__ uint2 fp8x4_to_half4(unsigned w) {
+  const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w & 0xFFFFu), __NV_E4M3);
+  const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w >> 16), __NV_E4M3);
+  return make_uint2(lo.x | (static_cast<unsigned>(lo.y) << 16), hi.x | (static_cast<unsigned>(hi.y) << 16));
+}
+
+// Vt[d][slot] = V[key(slot)][d] for the tile in `v` (P16: Vt[d][key] in
+// fp16, keys in order): each thread builds 4x4 byte blocks (4 slots x 4 head
+// dimensions) from the four V rows those slots name, with byte permutes.
 __device__ __forceinline__ void transpose_v(unsigned char* vt, const unsigned char* v, int tid) {
   constexpr int blocks = (BLOCK_N / 4) * (HEAD_DIM / 4);
   for (int b = tid; b < blocks; b += THREADS) {
     const int sg = b % (BLOCK_N / 4), dg = b / (BLOCK_N / 4);
     const int s0 = sg * 4, d0 = dg * 4;
     const int base = (s0 / 32) * 32, s = s0 % 32;
-    const unsigned r0 = ld32(v + (base + key_of_slot(s)) * ROW + d0);
-    const unsigned r1 = ld32(v + (base + key_of_slot(s + 1)) * ROW + d0);
-    const unsigned r2 = ld32(v + (base + key_of_slot(s + 2)) * ROW + d0);
-    const unsigned r3 = ld32(v + (base + key_of_slot(s + 3)) * ROW + d0);
+    auto row = [&](int i) { return P16 ? s0 + i : base + key_of_slot(s + i); };
+    const unsigned r0 = ld32(v + row(0) * ROW + d0);
+    const unsigned r1 = ld32(v + row(1) * ROW + d0);
+    const unsigned r2 = ld32(v + row(2) * ROW + d0);
+    const unsigned r3 = ld32(v + row(3) * ROW + d0);
     // Column j of the 4x4 byte block: byte j of each row, rows in slot order.
     const unsigned lo01 = __byte_perm(r0, r1, 0x5140), hi01 = __byte_perm(r0, r1, 0x7362);
     const unsigned lo23 = __byte_perm(r2, r3, 0x5140), hi23 = __byte_perm(r2, r3, 0x7362);
-    *reinterpret_cast<unsigned*>(vt + (d0 + 0) * VT_ROW + s0) = __byte_perm(lo01, lo23, 0x5410);
-    *reinterpret_cast<unsigned*>(vt + (d0 + 1) * VT_ROW + s0) = __byte_perm(lo01, lo23, 0x7632);
-    *reinterpret_cast<unsigned*>(vt + (d0 + 2) * VT_ROW + s0) = __byte_perm(hi01, hi23, 0x5410);
-    *reinterpret_cast<unsigned*>(vt + (d0 + 3) * VT_ROW + s0) = __byte_perm(hi01, hi23, 0x7632);
+    const unsigned col[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
+                             __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (P16)
+        *reinterpret_cast<uint2*>(vt + (d0 + j) * VT_ROW + 2 * s0) = fp8x4_to_half4(col[j]);
+      else
+        *reinterpret_cast<unsigned*>(vt + (d0 + j) * VT_ROW + s0) = col[j];
+    }
   }
+}
+
+__device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ unsigned half2_bits(float x, float y) {
+  const __half2 h = __floats2half2_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&h);
 }
 
 }  // namespace
@@ -303,6 +336,23 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
           o[mt][n][2 * h + 1] *= corr;
         }
       }
+#if P16
+      // O += P·V in fp16, 16 keys per k step: key tiles 2b and 2b+1 are the
+      // lane's A operand as they are.
+#pragma unroll
+      for (int b = 0; b < BLOCK_N / 16; ++b) {
+        unsigned a[4];
+        a[0] = half2_bits(s[2 * b][0] * p_mul, s[2 * b][1] * p_mul);
+        a[1] = half2_bits(s[2 * b][2] * p_mul, s[2 * b][3] * p_mul);
+        a[2] = half2_bits(s[2 * b + 1][0] * p_mul, s[2 * b + 1][1] * p_mul);
+        a[3] = half2_bits(s[2 * b + 1][2] * p_mul, s[2 * b + 1][3] * p_mul);
+#pragma unroll
+        for (int n = 0; n < NT_O; ++n) {
+          const unsigned char* vr = sm.vt + (n * 8 + g) * VT_ROW + 2 * (b * 16 + 2 * t);
+          mma_f16(o[mt][n], a, ld32(vr), ld32(vr + 16));
+        }
+      }
+#else
       // O += P·V, 32 keys per k step: the lane's own accumulators of key
       // tiles 4b..4b+3 are its A slots (keys in the slot order above).
 #pragma unroll
@@ -322,6 +372,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
           mma_fp8(o[mt][n], a, ld32(vr), ld32(vr + 16));
         }
       }
+#endif
     }
   }
   evotune_ptx::cp_async_wait_all();
