@@ -73,12 +73,12 @@
 
 #define BLOCK_M (16 * WARPS * M_TILES)
 #define THREADS (32 * WARPS)
-#define ROW (HEAD_DIM + 16)   // bytes per Q/K/V row in shared memory
+#define ROW (HEAD_DIM + 16)  // bytes per Q/K/V row in shared memory
 // Bytes per transposed V row (one head dimension): e4m3, or fp16 with P16.
 #define VT_ROW (P16 ? 2 * (BLOCK_N + 8) : BLOCK_N + 16)
 #define KSTEPS (HEAD_DIM / 32)
-#define NT_S (BLOCK_N / 8)     // n8 tiles of S
-#define NT_O (HEAD_DIM / 8)    // n8 tiles of O
+#define NT_S (BLOCK_N / 8)   // n8 tiles of S
+#define NT_O (HEAD_DIM / 8)  // n8 tiles of O
 #define PV_STEPS (BLOCK_N / 32)
 
 static_assert(BLOCK_N % 32 == 0, "BLOCK_N is whole 32-key blocks");
@@ -234,7 +234,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
   for (int j = 0; j < n_tiles; ++j) {
     const int slot = j % STAGES;
     // Tile j (and Q) landed; every warp is done with tile j-1.
-    if (STAGES > 1) evotune_ptx::cp_async_wait<STAGES - 2>();
+    if (STAGES > 1)
+      evotune_ptx::cp_async_wait<STAGES - 2>();
     else {
       if (j > 0) __syncthreads();  // every warp done with tile j-1's K before it is overwritten
       load_rows(sm.k[0], k_head, j * BLOCK_N, BLOCK_N, SKV, tid);
@@ -273,7 +274,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const int key0 = j * BLOCK_N;
 #pragma unroll
     for (int mt = 0; mt < M_TILES; ++mt) {
-      const int row0 = m0 + (warp * M_TILES + mt) * 16;  // this m16 tile's first query row
+      const int row0 = m0 + (warp * M_TILES + mt) * 16;     // this m16 tile's first query row
       if (IS_CAUSAL && key0 > row0 + 15 + shift) continue;  // every key of the tile is masked for these rows
       float s[NT_S][4];
 #pragma unroll

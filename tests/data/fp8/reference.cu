@@ -12,8 +12,8 @@ __device__ float e4m3_value(unsigned char b) {
 __device__ float to_e5m2(float v) {
   if (v == 0.0f) return v;
   int ex;
-  frexpf(fabsf(v), &ex);                                  // |v| = f · 2^ex, f in [0.5, 1)
-  const float ulp = ldexpf(1.0f, max(ex - 3, -16));       // 2 mantissa bits; subnormals below 2^-14
+  frexpf(fabsf(v), &ex);                             // |v| = f · 2^ex, f in [0.5, 1)
+  const float ulp = ldexpf(1.0f, max(ex - 3, -16));  // 2 mantissa bits; subnormals below 2^-14
   return rintf(v / ulp) * ulp;
 }
 
