@@ -84,7 +84,6 @@ void encode_tmap(CUtensorMap& m, const TensorMapPlan& t, void* base) {
             : t.l2_promotion == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
                                     : CU_TENSOR_MAP_L2_PROMOTION_NONE;
   std::vector<cuuint64_t> dims(t.dims.begin(), t.dims.end()), strides(t.strides_bytes.begin(), t.strides_bytes.end());
-  if (strides.empty()) strides.push_back(0);  // a 1-D map has none, but the driver wants an array
   std::vector<cuuint32_t> box(t.box.begin(), t.box.end()), estride(t.dims.size(), 1);
   CUresult r = d.tensorMapEncodeTiled(
       &m, tmap_type(t.elem), static_cast<cuuint32_t>(dims.size()), base, dims.data(), strides.data(), box.data(),

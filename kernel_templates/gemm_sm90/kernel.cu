@@ -199,7 +199,7 @@ constexpr bool kSetupLoads = kCS == 1 && !(PRODUCER == 1 && REG_SPLIT == 1) && !
 constexpr int kSetupKTiles = 1;
 constexpr bool kEvictFirstA = (L2_HINT & 1) != 0;  // TMA loads of A marked evict-first in L2
 constexpr bool kEvictFirstB = (L2_HINT & 2) != 0;
-// ROW_B=1: B comes by TMA copies of 128 bytes, one per row of each box,
+// ROW_B=1: B comes by 1-D TMA copies of 128 bytes, one per row of each box,
 // issued by the lanes of the producer's first warp (row_b_loads).
 constexpr bool kRowB = ROW_B == 1;
 
@@ -687,8 +687,8 @@ __device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTma
 // The first `pre` k-tiles of the first unit were issued right after the
 // set-up (by the leader, before its own set-up here).
 // ROW_B=1: the stage's B tile as BLOCK_K x BLOCK_N/64 copies of one row's 64
-// columns (128 bytes), lane l taking rows l, l+32, ...: coordinates in a map
-// that sees all of B as one row, so a piece may start at any element. Each lands at its
+// columns (128 bytes), lane l taking rows l, l+32, ...: coordinates in the
+// 1-D map over all of B, so a row may start at any element. Each lands at its
 // row of the box in the 128-byte swizzle (the copy engine swizzles by the
 // shared-memory address). Columns past N read the next row's first elements:
 // they only reach C's columns past N, which are never stored; rows past K lie
@@ -699,7 +699,7 @@ __device__ __forceinline__ void row_b_loads(const EvotuneTmap* tm_b1, unsigned b
   for (int box = 0; box < kNBoxes; ++box)
 #pragma unroll
     for (int kr = lane; kr < BLOCK_K; kr += 32)
-      evotune_sm90::tma_load_2d(b_dst + box * kBoxBytesB + kr * 128, tm_b1, (k0 + kr) * N + n0 + box * 64, 0, full);
+      evotune_sm90::tma_load_1d(b_dst + box * kBoxBytesB + kr * 128, tm_b1, (k0 + kr) * N + n0 + box * 64, full);
 }
 
 __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
