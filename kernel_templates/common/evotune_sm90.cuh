@@ -159,18 +159,6 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int 
 #endif
 }
 
-// The 1-D form: the box at element coordinate c0. A 1-D map has no row
-// stride, so it reaches pieces of a matrix whose rows are not 16-byte aligned.
-__device__ __forceinline__ void tma_load_1d(unsigned dst, const void* tmap, int c0, unsigned bar) {
-#if EVOTUNE_SM90
-  asm volatile(
-      "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];\n" ::"r"(
-          dst),
-      "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(bar)
-      : "memory");
-#endif
-}
-
 // The 3-D form: the box at element coordinates (c0 innermost, c1, c2).
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const void* tmap, int c0, int c1, int c2, unsigned bar) {
 #if EVOTUNE_SM90

@@ -163,9 +163,6 @@
 #ifndef PACK
 #define PACK 0
 #endif
-#ifndef ROW_B
-#define ROW_B 0
-#endif
 
 namespace evotune_gemm_sm90 {
 
@@ -192,16 +189,13 @@ constexpr bool kStreamK = PERSISTENT == 2;
 // The producer's leader issues the first loads right after the set-up (no
 // cluster, both operands by TMA); not with a 24-register producer, which
 // cannot hold the extra loop state without spilling.
-constexpr bool kSetupLoads = kCS == 1 && !(PRODUCER == 1 && REG_SPLIT == 1) && !ROW_B;
+constexpr bool kSetupLoads = kCS == 1 && !(PRODUCER == 1 && REG_SPLIT == 1);
 // How many: one k-tile. On the H200 it measured best against none and a
 // whole ring, before or after the other warps are released (a thread's first
 // TMA loads wait for the tensor maps to arrive; the consumers should not).
 constexpr int kSetupKTiles = 1;
 constexpr bool kEvictFirstA = (L2_HINT & 1) != 0;  // TMA loads of A marked evict-first in L2
 constexpr bool kEvictFirstB = (L2_HINT & 2) != 0;
-// ROW_B=1: B comes by 1-D TMA copies of 128 bytes, one per row of each box,
-// issued by the lanes of the producer's first warp (row_b_loads).
-constexpr bool kRowB = ROW_B == 1;
 
 constexpr int kSubBytesA = BLOCK_M * 128;  // one 64-wide K sub-tile of A
 constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
@@ -669,7 +663,7 @@ __device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTma
       tma_load<CLUSTER_N, kEvictFirstA>(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
                                         m0 + s.rank_n * kRows, full, mask);
   }
-  if (tma_b && !kRowB) {  // ROW_B: the producer warp's lanes load B (row_b_loads)
+  if (tma_b) {
     // This CTA's k-row slice of every B box, to its cluster column.
     constexpr int kRows = BLOCK_K / CLUSTER_M;
     unsigned short mask = 0;
@@ -686,22 +680,6 @@ __device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTma
 // (constant bank) so that a 24-register producer warpgroup need not hold them.
 // The first `pre` k-tiles of the first unit were issued right after the
 // set-up (by the leader, before its own set-up here).
-// ROW_B=1: the stage's B tile as BLOCK_K x BLOCK_N/64 copies of one row's 64
-// columns (128 bytes), lane l taking rows l, l+32, ...: coordinates in the
-// 1-D map over all of B, so a row may start at any element. Each lands at its
-// row of the box in the 128-byte swizzle (the copy engine swizzles by the
-// shared-memory address). Columns past N read the next row's first elements:
-// they only reach C's columns past N, which are never stored; rows past K lie
-// past the end of B and are zero-filled.
-__device__ __forceinline__ void row_b_loads(const EvotuneTmap* tm_b1, unsigned b_dst, unsigned full, int N, int n0,
-                                            int k0, int lane) {
-#pragma unroll
-  for (int box = 0; box < kNBoxes; ++box)
-#pragma unroll
-    for (int kr = lane; kr < BLOCK_K; kr += 32)
-      evotune_sm90::tma_load_1d(b_dst + box * kBoxBytesB + kr * 128, tm_b1, (k0 + kr) * N + n0 + box * 64, full);
-}
-
 __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
                                          const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
                                          int M, int N, int K, unsigned smem, bool tma_a, bool tma_b, int ptid,
@@ -710,8 +688,7 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
   const unsigned full0 = smem + kBarOffset, empty0 = full0 + 8 * STAGES;
   const bool fallback = !tma_a || !tma_b;
   const bool leader = ptid == 0;
-  const bool row_warp = kRowB && ptid < 32;  // ROW_B: the first warp's lanes issue B's row copies
-  if (!fallback && !leader && !row_warp) return;  // pure TMA: one thread issues everything
+  if (!fallback && !leader) return;  // pure TMA: one thread issues everything
   if (leader) tl_mark_any(19);
   if (leader && pre == 0) {
     if (tma_a) tma_prefetch_desc(tm_a);
@@ -732,7 +709,6 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
       mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1u);  // every reader (in every CTA) released it
       if (leader && i == 0 && kt == 0) tl_mark_any(18);
       if (leader && (tma_a || tma_b)) issue_tma_ktile(s, tm_a, tm_b, smem, ring.stage, m0, n0, k0, tma_a, tma_b);
-      if (row_warp) row_b_loads(tm_b, b_dst, full0 + 8 * ring.stage, N, n0, k0, ptid);
       if (leader && i == 0 && kt == 0) tl_mark_any(16);
       if (fallback) {
         // Whole tiles of the non-TMA operands, this CTA only (no multicast).
@@ -1327,8 +1303,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
               evotune_elem_t* __restrict__ C, float* __restrict__ workspace, unsigned* __restrict__ counters, int M,
               int N, int K, int use_tma_a, int use_tma_b, const __grid_constant__ EvotuneTmap tm_ap,
               const __grid_constant__ EvotuneTmap tm_bp, evotune_elem_t* __restrict__ a_packed,
-              evotune_elem_t* __restrict__ b_packed, unsigned* __restrict__ pack_sync, int pack_a, int pack_b,
-              const __grid_constant__ EvotuneTmap tm_b1) {
+              evotune_elem_t* __restrict__ b_packed, unsigned* __restrict__ pack_sync, int pack_a, int pack_b) {
 #if EVOTUNE_SM90A
   using namespace evotune_gemm_sm90;
   using namespace evotune_sm90;
@@ -1353,9 +1328,8 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   // pinning ~16 registers across the MMAs.
   Sched* sched = reinterpret_cast<Sched*>(bar_area + 16 * STAGES + 16);
   const EvotuneTmap* ta = (PACK == 1 && pack_a) ? &tm_ap : &tm_a;
-  const EvotuneTmap* tb = kRowB ? &tm_b1 : (PACK == 1 && pack_b) ? &tm_bp : &tm_b;
-  const bool tma_a = use_tma_a != 0 || (PACK == 1 && pack_a);
-  const bool tma_b = use_tma_b != 0 || (PACK == 1 && pack_b) || kRowB;
+  const EvotuneTmap* tb = (PACK == 1 && pack_b) ? &tm_bp : &tm_b;
+  const bool tma_a = use_tma_a != 0 || (PACK == 1 && pack_a), tma_b = use_tma_b != 0 || (PACK == 1 && pack_b);
   // EPILOGUE=4 with both operands by TMA (then the producer side's second
   // warp is idle; tm_c exists only when N % 8 == 0): that warp issues the
   // stores.
