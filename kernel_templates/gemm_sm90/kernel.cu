@@ -163,9 +163,6 @@
 #ifndef PACK
 #define PACK 0
 #endif
-#ifndef B_RES
-#define B_RES 0
-#endif
 
 namespace evotune_gemm_sm90 {
 
@@ -490,37 +487,6 @@ __device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __r
   }
 }
 
-// B_RES: the A tile with its k in the order B's residue classes put B's rows
-// in (slot r*BLOCK_K/8 + j holds k0 + 8j + r), gathered by 2-byte loads, 8
-// to a 16-byte piece, rows past M and k past K as zeros.
-__device__ __forceinline__ void fill_a_res(unsigned dst_a, const evotune_elem_t* __restrict__ A, int M, int K, int m0,
-                                           int k0, int ptid) {
-  constexpr int kPerSub = BLOCK_M * 8;  // 16-byte pieces per 64-wide sub-tile
-  constexpr int kTotal = kPerSub * (BLOCK_K / 64);
-  constexpr int kRes = BLOCK_K / 8;
-  const unsigned short* a = reinterpret_cast<const unsigned short*>(A);
-#pragma unroll kFillUnroll
-  for (int p = ptid; p < kTotal; p += kProducerThreads) {
-    const int sub = p / kPerSub;
-    const int rem = p - sub * kPerSub;
-    const int row = rem >> 3, chunk = rem & 7;
-    const int m = m0 + row;
-    const unsigned short* arow = a + (long long)m * K;
-    unsigned w[4];
-#pragma unroll
-    for (int e = 0; e < 8; e += 2) {
-      const int s0 = sub * 64 + chunk * 8 + e, s1 = s0 + 1;
-      const int ka = k0 + 8 * (s0 % kRes) + s0 / kRes, kb = k0 + 8 * (s1 % kRes) + s1 / kRes;
-      const unsigned lo = (m < M && ka < K) ? (unsigned)__ldg(arow + ka) : 0u;
-      const unsigned hi = (m < M && kb < K) ? (unsigned)__ldg(arow + kb) : 0u;
-      w[e / 2] = lo | (hi << 16);
-    }
-    const unsigned dst = dst_a + sub * kSubBytesA + row * 128 + ((chunk ^ (row & 7)) << 4);
-    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(dst), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
-                 : "memory");
-  }
-}
-
 // B tile (k0..k0+BLOCK_K rows, columns n0..) into the stage's B region.
 template <int W, bool ELEM = false>
 __device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __restrict__ B, int N, int K, int n0,
@@ -679,7 +645,7 @@ __device__ __forceinline__ void tma_load(unsigned dst, const EvotuneTmap* tm, in
 // multicast to the CTAs that share them.
 __device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
                                                 unsigned smem, int stage, int m0, int n0, int k0, bool tma_a,
-                                                bool tma_b, bool res_b = false) {
+                                                bool tma_b) {
   using namespace evotune_sm90;
   const unsigned full = smem + kBarOffset + 8 * stage;
   const unsigned a_dst = smem + stage * kStageBytes;
@@ -697,16 +663,7 @@ __device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTma
       tma_load<CLUSTER_N, kEvictFirstA>(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
                                         m0 + s.rank_n * kRows, full, mask);
   }
-  if (B_RES == 1 && res_b) {
-    // B by row-residue classes (B_RES): per box, 8 copies of BLOCK_K/8 rows,
-    // rows k0+r, k0+r+8, ... of class r into rows r*BLOCK_K/8 .. of the box.
-    constexpr int kRes = BLOCK_K / 8;
-#pragma unroll
-    for (int box = 0; box < kNBoxes; ++box)
-#pragma unroll
-      for (int r = 0; r < 8; ++r)
-        tma_load<1, false>(b_dst + box * kBoxBytesB + r * kRes * 128, tm_b, r * s.N + n0 + box * 64, k0 / 8, full, 0);
-  } else if (tma_b) {
+  if (tma_b) {
     // This CTA's k-row slice of every B box, to its cluster column.
     constexpr int kRows = BLOCK_K / CLUSTER_M;
     unsigned short mask = 0;
@@ -726,7 +683,7 @@ __device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTma
 __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_b,
                                          const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
                                          int M, int N, int K, unsigned smem, bool tma_a, bool tma_b, int ptid,
-                                         int pre, bool res_b) {
+                                         int pre) {
   using namespace evotune_sm90;
   const unsigned full0 = smem + kBarOffset, empty0 = full0 + 8 * STAGES;
   const bool fallback = !tma_a || !tma_b;
@@ -751,14 +708,11 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
       const unsigned b_dst = a_dst + kStageBytesA;
       mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1u);  // every reader (in every CTA) released it
       if (leader && i == 0 && kt == 0) tl_mark_any(18);
-      if (leader && (tma_a || tma_b))
-        issue_tma_ktile(s, tm_a, tm_b, smem, ring.stage, m0, n0, k0, tma_a, tma_b, res_b);
+      if (leader && (tma_a || tma_b)) issue_tma_ktile(s, tm_a, tm_b, smem, ring.stage, m0, n0, k0, tma_a, tma_b);
       if (leader && i == 0 && kt == 0) tl_mark_any(16);
       if (fallback) {
         // Whole tiles of the non-TMA operands, this CTA only (no multicast).
-        if (B_RES == 1 && res_b) {
-          fill_a_res(a_dst, A, M, K, m0, k0, ptid);
-        } else if (!tma_a) {
+        if (!tma_a) {
           switch (piece_bytes(K)) {
             case 16: fill_a<16>(a_dst, A, M, K, m0, k0, ptid); break;
             case 8: fill_a<8>(a_dst, A, M, K, m0, k0, ptid); break;
@@ -1349,8 +1303,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
               evotune_elem_t* __restrict__ C, float* __restrict__ workspace, unsigned* __restrict__ counters, int M,
               int N, int K, int use_tma_a, int use_tma_b, const __grid_constant__ EvotuneTmap tm_ap,
               const __grid_constant__ EvotuneTmap tm_bp, evotune_elem_t* __restrict__ a_packed,
-              evotune_elem_t* __restrict__ b_packed, unsigned* __restrict__ pack_sync, int pack_a, int pack_b,
-              const __grid_constant__ EvotuneTmap tm_br, int b_res) {
+              evotune_elem_t* __restrict__ b_packed, unsigned* __restrict__ pack_sync, int pack_a, int pack_b) {
 #if EVOTUNE_SM90A
   using namespace evotune_gemm_sm90;
   using namespace evotune_sm90;
@@ -1374,13 +1327,9 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   // The schedule lives in shared memory: re-read where needed instead of
   // pinning ~16 registers across the MMAs.
   Sched* sched = reinterpret_cast<Sched*>(bar_area + 16 * STAGES + 16);
-  // B_RES=1 (where K % 8 == 0 and N % 8 != 0): B by TMA in row-residue
-  // classes, A gathered by the producer threads in the matching k order.
-  const bool res_b = B_RES == 1 && b_res != 0;
   const EvotuneTmap* ta = (PACK == 1 && pack_a) ? &tm_ap : &tm_a;
-  const EvotuneTmap* tb = res_b ? &tm_br : (PACK == 1 && pack_b) ? &tm_bp : &tm_b;
-  const bool tma_a = !res_b && (use_tma_a != 0 || (PACK == 1 && pack_a));
-  const bool tma_b = res_b || use_tma_b != 0 || (PACK == 1 && pack_b);
+  const EvotuneTmap* tb = (PACK == 1 && pack_b) ? &tm_bp : &tm_b;
+  const bool tma_a = use_tma_a != 0 || (PACK == 1 && pack_a), tma_b = use_tma_b != 0 || (PACK == 1 && pack_b);
   // EPILOGUE=4 with both operands by TMA (then the producer side's second
   // warp is idle; tm_c exists only when N % 8 == 0): that warp issues the
   // stores.
@@ -1456,7 +1405,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
     if (storer && ptid >= 32 && ptid < 64)
       storer_warp(s, &tm_c, epi_smem);
     else
-      producer(s, ta, tb, A, B, M, N, K, smem, tma_a, tma_b, ptid, pre, res_b);
+      producer(s, ta, tb, A, B, M, N, K, smem, tma_a, tma_b, ptid, pre);
     if constexpr (kCS > 1) {
       __syncwarp();
       cluster_sync();  // no CTA exits while a peer may still arrive on its barriers
