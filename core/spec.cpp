@@ -1076,9 +1076,8 @@ void read_args(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   }
   for (const auto& a : s.args) {
     if (!a.is_tmap) continue;
-    bool ok = std::any_of(s.args.begin(), s.args.end(), [&](const ArgSpec& b) {
-      return b.is_buffer && b.name == a.tmap.tensor;
-    });
+    bool ok = std::any_of(s.args.begin(), s.args.end(),
+                          [&](const ArgSpec& b) { return b.is_buffer && b.name == a.tmap.tensor; });
     if (!ok) r.fail("[[arg]] " + a.name, "tensor '" + a.tmap.tensor + "' is not a buffer [[arg]]");
   }
   if (std::none_of(s.args.begin(), s.args.end(),

@@ -95,7 +95,7 @@ void encode_tmap(CUtensorMap& m, const TensorMapPlan& t, void* base) {
 // The buffer a tensor map covers: a problem buffer, or one of the launch's
 // scratch buffers.
 static void* tmap_base(const LaunchPlan& plan, const std::map<std::string, GuardedBuffer>& buffers,
-                const std::vector<GuardedBuffer>& scratch, const std::string& name) {
+                       const std::vector<GuardedBuffer>& scratch, const std::string& name) {
   if (auto it = buffers.find(name); it != buffers.end()) return it->second.data();
   for (size_t i = 0; i < plan.scratch.size() && i < scratch.size(); ++i)
     if (plan.scratch[i].name == name) return scratch[i].data();

@@ -20,7 +20,9 @@
 //    allows; for odd strides 2-byte loads packed into 16-byte shared stores)
 //    into the same swizzled layout, with zero fill outside the matrix; those
 //    threads wait for their copies, fence the async proxy and arrive on the
-//    full barrier STAGES-2 k-tiles later.
+//    full barrier STAGES-2 k-tiles later. Or (PACK=1) the launch first copies
+//    each such operand into a scratch buffer with padded rows, which TMA then
+//    reads (see "packing" below).
 //  * Math. Each consumer warpgroup waits on the full barrier, issues
 //    wgmma.mma_async m64nBLOCK_Nk16 (A and B straight from shared memory via
 //    descriptors, B transposed: it is N-major) for its 64 or 128 rows, keeps one
@@ -99,6 +101,9 @@
 //                warp (the producer warpgroup's second warp, or a second
 //                producer-side warp with PRODUCER=0), 5 as 4 with one
 //                warpgroup's staging shared by the two in turn.
+//   PACK         operands with rows not 16-byte aligned: 0 copied by the
+//                producer threads each k-tile, 1 packed once per launch into
+//                padded scratch copies and loaded by TMA.
 //   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
