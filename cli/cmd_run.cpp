@@ -123,6 +123,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (!resume->empty()) o.resume_run = parse_run_ref(*resume, ctx.db_path);
       TuneResult r = tune(o, std::cout);
       if (r.interrupted) return kExitInterrupted;
+      if (r.evaluated_for_rank0) return kExitOk;
       if (*profile_top > 0) {
         ProfileOptions po;
         po.db_path = ctx.db_path;
