@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cli/app.hpp"
 #include "cli/table.hpp"
 #include "core/format.hpp"
 #include "core/strings.hpp"
@@ -59,6 +60,7 @@ std::string sanitizer_line(const TunePlan& plan) {
 }  // namespace
 
 void ConsoleProgress::started(const TunePlan& plan, const RunInfo& run, int spent) {
+  set_termination_note(run.id);
   const TuneOptions& o = plan.options;
   out_ << "run " << run.id << ": " << plan.spec.name << " on " << where(plan) << ", " << plan.problems.size()
        << " problem(s) + " << plan.all_problems.size() - plan.problems.size() << " check shape(s), " << o.strategy

@@ -11,6 +11,13 @@
 # so that one from an evotune child whose output a test discards still fails
 # the run and is printed; UndefinedBehaviorSanitizer ends the process at its
 # first report, on stderr.
+#
+# The plain build is built with MPI (bootstrap --mpi installs OpenMPI), so
+# that the MPI tests run: `mpirun --oversubscribe -np 3` on a replay
+# dataset, ranks standing in for GPU hosts. The sanitizer build is built
+# without MPI (LeakSanitizer reports OpenMPI's own start-up allocations as
+# leaks): it checks the build without MPI, and the MPI tests run in the
+# plain build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +45,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   exit $rc
 fi
 
-./scripts/bootstrap.sh
+./scripts/bootstrap.sh --mpi
 cd build
 set +e
 ctest -V -L gpu "$@" >gpu_tests.log 2>&1

@@ -119,7 +119,8 @@ RemoteEvaluator::RemoteEvaluator(const TunePlan& plan, Cluster& cluster) : plan_
                          h.value("error", std::string()).c_str());
       continue;
     }
-    if (op_of(e.message) != "hello") throw EngineError(strfmt("rank %d said '%s' before hello", e.from, op_of(e.message).c_str()));
+    if (op_of(e.message) != "hello")
+      throw EngineError(strfmt("rank %d said '%s' before hello", e.from, op_of(e.message).c_str()));
     Rank& r = ranks.at(static_cast<size_t>(e.from - 1));
     r.rank = e.from;
     r.host = h.at("host").get<std::string>();
@@ -127,9 +128,10 @@ RemoteEvaluator::RemoteEvaluator(const TunePlan& plan, Cluster& cluster) : plan_
     r.compile_slots = h.at("compile_slots").get<int>();
     gpus_ += h.at("gpus").get<int>();
     if (h.at("model") != model)
-      throw UsageError(strfmt("rank %d (host %s) has %s, rank 0 has %s: a run tunes for one GPU model; start the job "
-                              "on hosts of one kind (under Slurm, e.g. --gres=gpu:h200:N or --constraint)",
-                              e.from, r.host.c_str(), describe(h.at("model")).c_str(), describe(model).c_str()));
+      throw UsageError(
+          strfmt("rank %d (host %s) has %s, rank 0 has %s: a run tunes for one GPU model; start the job "
+                 "on hosts of one kind (under Slurm, e.g. --gres=gpu:h200:N or --constraint)",
+                 e.from, r.host.c_str(), describe(h.at("model")).c_str(), describe(model).c_str()));
   }
   if (!failures.empty()) throw EngineError("ranks could not set the run up:" + failures);
   ranks_ = std::move(ranks);
@@ -146,9 +148,8 @@ std::future<Staged> RemoteEvaluator::stage(const Config& c, Wakeup&) {
   // The rank whose compile processes are the least busy.
   Rank* best = nullptr;
   for (Rank& r : ranks_)
-    if (r.compile_slots > 0 &&
-        (!best || static_cast<double>(r.staging) / r.compile_slots <
-                      static_cast<double>(best->staging) / best->compile_slots))
+    if (r.compile_slots > 0 && (!best || static_cast<double>(r.staging) / r.compile_slots <
+                                             static_cast<double>(best->staging) / best->compile_slots))
       best = &r;
   if (!best) best = &ranks_.front();
   const uint64_t id = next_id_++;
@@ -165,11 +166,8 @@ std::future<Trial> RemoteEvaluator::run(Job job, int slot, const Limits& limits,
       continue;
     }
     const uint64_t id = next_id_++;
-    Message m = message({{"op", "run"},
-                         {"id", id},
-                         {"slot", local},
-                         {"abort_us", limits.abort_us},
-                         {"timeout_s", limits.timeout_s}});
+    Message m = message(
+        {{"op", "run"}, {"id", id}, {"slot", local}, {"abort_us", limits.abort_us}, {"timeout_s", limits.timeout_s}});
     put_job(m, job);
     cluster_.send(r.rank, m);
     auto& entry = runs_[id];

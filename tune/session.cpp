@@ -29,7 +29,8 @@ namespace {
 // MPI job (a replay keeps its simulated clock here either way).
 std::unique_ptr<Evaluator> make_evaluator(const TunePlan& plan, Cluster* cluster) {
   if (plan.backend == Backend::replay)
-    return std::make_unique<ReplayEvaluator>(plan, cluster ? std::make_unique<RemoteEvaluator>(plan, *cluster) : nullptr);
+    return std::make_unique<ReplayEvaluator>(plan,
+                                             cluster ? std::make_unique<RemoteEvaluator>(plan, *cluster) : nullptr);
   if (cluster) return std::make_unique<RemoteEvaluator>(plan, *cluster);
   if (plan.backend == Backend::compile_only) return std::make_unique<CompileOnly>(plan);
   return std::make_unique<GpuPool>(plan);
@@ -182,7 +183,7 @@ class Session {
   Wakeup wake_;  // before the evaluator: its tasks signal it until they are joined
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<GpuPool> own_gpus_;  // a GPU run's evaluator is on other ranks
-  GpuPool* gpu_;  // the evaluator, when the run has GPUs (the steps after the search need one)
+  GpuPool* gpu_;                       // the evaluator, when the run has GPUs (the steps after the search need one)
   SearchSpace space_;
   std::unique_ptr<Strategy> strategy_;
   std::optional<Store> store_;
