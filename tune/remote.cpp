@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "engine/compile_cache.hpp"
 #include "engine/device_info.hpp"
 #include "store/store.hpp"
 #include "tune/compiling.hpp"
@@ -351,6 +352,7 @@ void serve_rank(Cluster& cluster, TuneOptions o) {
   const int replay_slots = h.at("slots").get<int>();
   if (replay_slots >= 0) o.gpus = std::to_string(std::max(1, replay_slots));
 
+  CompileCache::global().set_enabled(o.use_cache && CompileCache::global().enabled());
   std::unique_ptr<TunePlan> plan;
   std::unique_ptr<Evaluator> ev;
   try {

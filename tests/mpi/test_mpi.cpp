@@ -181,3 +181,27 @@ TEST_CASE("ranks of different GPU models are refused before a run is recorded", 
                  "NVIDIA H200 (compute capability 90): a run tunes for one GPU model") != std::string::npos);
   CHECK((!fs::exists(db) || Store::open(db, Store::Mode::read_only).runs().empty()));
 }
+
+TEST_CASE("compile-only on 3 ranks: the other ranks compile with NVRTC, rank 0 records each trial once", "[mpi]") {
+  TempDir t;
+  const std::string db = (t.path / "c.db").string();
+  std::string log;
+  const int rc = evotune_on(3,
+                            {"--db", db, "run", "-q", "--kernel", "gemm", "--shape", "256,256,256", "--compile-only",
+                             "--arch", "sm_90a", "--budget", "3", "-j", "1", "--no-cache"},
+                            &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  Store s = Store::open(db, Store::Mode::read_only);
+  CHECK(s.run(1)->status == "done");
+  std::set<std::string> configs;
+  const std::vector<Trial> trials = s.trials(1);
+  CHECK(trials.size() == 3);
+  for (const Trial& tr : trials) {
+    CHECK(configs.insert(tr.config.canonical()).second);
+    CHECK(tr.status != TrialStatus::invalid);
+    CHECK(tr.compile_ms > 0);
+    CHECK_FALSE(tr.cache_hit);
+    CHECK(tr.device == -1);  // compiled, never run
+  }
+}
