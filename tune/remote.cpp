@@ -32,25 +32,6 @@ std::string op_of(const Message& m) {
   return m.header.value("op", std::string());
 }
 
-// A job as a message: the trial so far and the request, its cubins as blobs.
-void put_job(Message& m, const Job& job) {
-  m.header["trial"] = job.trial;
-  m.header["launches"] = job.request.launches;
-  m.header["abort_us"] = job.request.abort_us;
-  m.header["sustained"] = job.request.sustained;
-  m.blobs = job.request.cubins;
-}
-
-Job get_job(const Message& m) {
-  Job job;
-  job.trial = m.header.at("trial").get<Trial>();
-  job.request.launches = m.header.at("launches").get<std::vector<LaunchPlan>>();
-  job.request.abort_us = m.header.at("abort_us").get<std::vector<double>>();
-  job.request.sustained = m.header.at("sustained").get<SustainedTiming>();
-  job.request.cubins = m.blobs;
-  return job;
-}
-
 // What a run tunes for: the GPU model (a replay: its dataset's).
 json gpu_model(const TunePlan& plan) {
   const std::string name = plan.gpus.empty() ? plan.device.name : plan.gpus.front().name;
@@ -96,6 +77,24 @@ bool ready(const std::future<T>& f) {
 }
 
 }  // namespace
+
+void put_job(Message& m, const Job& job) {
+  m.header["trial"] = job.trial;
+  m.header["launches"] = job.request.launches;
+  m.header["abort_us"] = job.request.abort_us;
+  m.header["sustained"] = job.request.sustained;
+  m.blobs = job.request.cubins;
+}
+
+Job get_job(const Message& m) {
+  Job job;
+  job.trial = m.header.at("trial").get<Trial>();
+  job.request.launches = m.header.at("launches").get<std::vector<LaunchPlan>>();
+  job.request.abort_us = m.header.at("abort_us").get<std::vector<double>>();
+  job.request.sustained = m.header.at("sustained").get<SustainedTiming>();
+  job.request.cubins = m.blobs;
+  return job;
+}
 
 RemoteEvaluator::RemoteEvaluator(const TunePlan& plan, Cluster& cluster) : plan_(plan), cluster_(cluster) {
   const int workers = cluster.size() - 1;

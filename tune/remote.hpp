@@ -69,6 +69,11 @@ class RemoteEvaluator : public Evaluator {
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
+// A staged job in a message to or from a rank: the trial so far and the
+// request in the header, the cubins as blobs.
+void put_job(Message& m, const Job& job);
+Job get_job(const Message& m);
+
 // Every rank but 0: evaluates for rank 0 until it says stop. `options` are
 // this rank's command line; rank 0's plan names the kernel, problems and
 // dataset (a resumed run's).
