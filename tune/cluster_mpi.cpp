@@ -59,15 +59,20 @@ std::unique_ptr<Cluster> Cluster::join() {
 }
 
 Cluster::~Cluster() {
-  // Sends still in flight are given a moment (the peer is reading them, or
-  // gone); then the job is left either way.
+  // Sends still in flight are given a moment (the peer is reading them);
+  // those a peer will never read (it stopped, or failed) are cancelled, so
+  // that leaving the job does not wait for them.
   try {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (!sends_->pending.empty() && std::chrono::steady_clock::now() < until) {
       sends_->reap();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   } catch (...) {  // a failed send: nothing left to do but leave
+  }
+  for (Sends::Pending& p : sends_->pending) {
+    MPI_Cancel(&p.request);
+    MPI_Request_free(&p.request);
   }
   MPI_Finalize();
 }

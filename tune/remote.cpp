@@ -97,6 +97,10 @@ Job get_job(const Message& m) {
 }
 
 RemoteEvaluator::RemoteEvaluator(const TunePlan& plan, Cluster& cluster) : plan_(plan), cluster_(cluster) {
+  if (plan.sanitize.mode == "all")
+    throw UsageError(
+        "--sanitize all: over MPI ranks, the sanitizer gate runs on the elites only (--sanitize elites, on rank 0's "
+        "GPUs after the search)");
   const int workers = cluster.size() - 1;
   for (int r = 1; r < cluster.size(); ++r) {
     json h = {{"op", "plan"},

@@ -32,7 +32,8 @@ namespace evotune {
 class RemoteEvaluator : public Evaluator {
  public:
   // Sends every other rank the plan and waits for each to report. Throws
-  // UsageError where a rank's GPU model differs from this plan's,
+  // UsageError where a rank's GPU model differs from this plan's (or the
+  // plan gates every trial on compute-sanitizer, which ranks do not),
   // EngineError where a rank could not set up.
   RemoteEvaluator(const TunePlan& plan, Cluster& cluster);
 
