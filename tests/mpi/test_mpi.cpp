@@ -47,10 +47,21 @@ int shell(const std::string& cmd, std::string* output) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-// mpirun of `ranks` evotune processes on this machine (as root too, as CI runs).
+// Whether mpirun is installed (scripts/bootstrap.sh --mpi installs it with
+// the library this build links); a test without it says so and passes.
+bool have_mpirun() {
+  if (shell("command -v mpirun", nullptr) == 0) return true;
+  WARN("skipped: mpirun not found (scripts/bootstrap.sh --mpi installs openmpi-bin)");
+  return false;
+}
+
+// mpirun of `ranks` evotune processes on this machine (as root too, as CI
+// runs). Ranks on one host exchange large messages through shared memory
+// without cross-memory attach, which containers often deny.
 std::string mpirun(int ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
   return "mpirun --oversubscribe -np " + std::to_string(ranks) + " '" + evotune_test::binary() + "'";
 }
 
@@ -82,6 +93,7 @@ std::vector<std::string> trials_of(const std::string& db, int64_t run) {
 
 TEST_CASE("on 2 and 3 ranks, a replay gives one process's trials for a seed, each recorded once with its host",
           "[mpi]") {
+  if (!have_mpirun()) return;
   TempDir t;
   const std::string data = dataset();
   const std::vector<std::string> run = {"run",    "-q", "--replay", data, "--budget", "40",
@@ -121,6 +133,7 @@ TEST_CASE("on 2 and 3 ranks, a replay gives one process's trials for a seed, eac
 TEST_CASE(
     "a rank killed mid-run ends the job with a message, and the run resumed on other ranks loses or repeats nothing",
     "[mpi][resume]") {
+  if (!have_mpirun()) return;
   TempDir t;
   const std::string db = (t.path / "k.db").string();
   std::string log;
@@ -162,6 +175,7 @@ TEST_CASE(
 }
 
 TEST_CASE("ranks of different GPU models are refused before a run is recorded", "[mpi]") {
+  if (!have_mpirun()) return;
   TempDir t;
   // Rank 2 replays the same measurements as from an H100: another GPU model.
   nlohmann::json d = nlohmann::json::parse(std::ifstream(dataset()));
@@ -183,6 +197,7 @@ TEST_CASE("ranks of different GPU models are refused before a run is recorded", 
 }
 
 TEST_CASE("compile-only on 3 ranks: the other ranks compile with NVRTC, rank 0 records each trial once", "[mpi]") {
+  if (!have_mpirun()) return;
   TempDir t;
   const std::string db = (t.path / "c.db").string();
   std::string log;
