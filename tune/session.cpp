@@ -205,7 +205,8 @@ TuneResult tune(const TuneOptions& options, Progress& progress) {
     return r;
   }
   const RanksStop stop(*cluster);
-  const TunePlan plan = resolve_plan(options);
+  TunePlan plan = resolve_plan(options);
+  plan.ranks = cluster->size();
   return Session(plan, progress, cluster.get()).run();
 }
 

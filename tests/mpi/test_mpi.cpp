@@ -117,6 +117,8 @@ TEST_CASE("on 2 and 3 ranks, a replay gives one process's trials for a seed, eac
     Store s = Store::open(db, Store::Mode::read_only);
     REQUIRE(s.runs().size() == 1);
     CHECK(s.run(1)->status == "done");
+    CHECK(nlohmann::json::parse(s.run(1)->options_json).at("ranks") == ranks);
+    CHECK(log.find(", over " + std::to_string(ranks) + " MPI ranks, db ") != std::string::npos);
     std::set<std::string> configs;
     std::set<int> devices;
     for (const Trial& tr : s.trials(1)) {
@@ -219,4 +221,15 @@ TEST_CASE("compile-only on 3 ranks: the other ranks compile with NVRTC, rank 0 r
     CHECK_FALSE(tr.cache_hit);
     CHECK(tr.device == -1);  // compiled, never run
   }
+}
+
+TEST_CASE("a run rank 0 refuses ends every rank, with rank 0's message and exit code", "[mpi]") {
+  if (!have_mpirun()) return;
+  TempDir t;
+  std::string log;
+  const int rc = evotune_on(3, {"--db", (t.path / "r.db").string(), "run", "--kernel", "no_such_kernel"}, &log);
+  INFO(log);
+  CHECK(rc == 2);
+  CHECK(log.find("evotune: ") != std::string::npos);
+  CHECK(log.find("no_such_kernel") != std::string::npos);
 }
