@@ -13,7 +13,6 @@
 #include "core/strings.hpp"
 #include "engine/compile_cache.hpp"
 #include "engine/device_info.hpp"
-#include "store/store.hpp"
 #include "tune/compiling.hpp"
 #include "tune/gpu_pool.hpp"
 #include "tune/replay.hpp"
@@ -101,22 +100,36 @@ RemoteEvaluator::RemoteEvaluator(const TunePlan& plan, Cluster& cluster) : plan_
     throw UsageError(
         "--sanitize all: over MPI ranks, the sanitizer gate runs on the elites only (--sanitize elites, on rank 0's "
         "GPUs after the search)");
-  const int workers = cluster.size() - 1;
-  for (int r = 1; r < cluster.size(); ++r) {
+  send_plan();
+  hear_ranks();
+  for (const Rank& r : ranks_) slots_ += r.slots, compile_slots_ += r.compile_slots;
+  if (slots_ == 0) throw EngineError("no rank has a GPU to evaluate on");
+  spdlog::info("{} ranks evaluate: {} GPUs, {} compile processes", ranks_.size(), slots_, compile_slots_);
+}
+
+// The run as the ranks set it up: kernel, problems, dataset, and in a
+// replay each rank's share of the simulated GPUs.
+void RemoteEvaluator::send_plan() {
+  const int workers = cluster_.size() - 1;
+  for (int r = 1; r < cluster_.size(); ++r) {
     json h = {{"op", "plan"},
-              {"kernel", plan.options.kernel},
+              {"kernel", plan_.options.kernel},
               {"problems", json::array()},
-              {"dtype", to_string(plan.problems.front().dtype)},
-              {"replay", plan.options.replay_path},
-              {"slots", plan.replay ? replay_share(plan.slots, workers, r - 1) : -1}};
-    for (const Problem& p : plan.problems) h["problems"].push_back(p.canonical());
-    cluster.send(r, message(h));
+              {"dtype", to_string(plan_.problems.front().dtype)},
+              {"replay", plan_.options.replay_path},
+              {"slots", plan_.replay ? replay_share(plan_.slots, workers, r - 1) : -1}};
+    for (const Problem& p : plan_.problems) h["problems"].push_back(p.canonical());
+    cluster_.send(r, message(h));
   }
-  const json model = gpu_model(plan);
-  std::vector<Rank> ranks(static_cast<size_t>(workers));
+}
+
+// Each rank's host, GPU model, GPUs and compile processes, once it is set up.
+void RemoteEvaluator::hear_ranks() {
+  const json model = gpu_model(plan_);
+  ranks_.resize(static_cast<size_t>(cluster_.size() - 1));
   std::string failures;
-  for (int got = 0; got < workers; ++got) {
-    Envelope e = cluster.receive();
+  for (size_t heard = 0; heard < ranks_.size(); ++heard) {
+    const Envelope e = cluster_.receive();
     const json& h = e.message.header;
     if (op_of(e.message) == "failed") {
       failures += strfmt("\n  rank %d (%s): %s", e.from, h.value("host", std::string("?")).c_str(),
@@ -125,7 +138,7 @@ RemoteEvaluator::RemoteEvaluator(const TunePlan& plan, Cluster& cluster) : plan_
     }
     if (op_of(e.message) != "hello")
       throw EngineError(strfmt("rank %d said '%s' before hello", e.from, op_of(e.message).c_str()));
-    Rank& r = ranks.at(static_cast<size_t>(e.from - 1));
+    Rank& r = ranks_.at(static_cast<size_t>(e.from - 1));
     r.rank = e.from;
     r.host = h.at("host").get<std::string>();
     r.slots = h.at("slots").get<int>();
@@ -138,10 +151,6 @@ RemoteEvaluator::RemoteEvaluator(const TunePlan& plan, Cluster& cluster) : plan_
                  e.from, r.host.c_str(), describe(h.at("model")).c_str(), describe(model).c_str()));
   }
   if (!failures.empty()) throw EngineError("ranks could not set the run up:" + failures);
-  ranks_ = std::move(ranks);
-  for (const Rank& r : ranks_) slots_ += r.slots, compile_slots_ += r.compile_slots;
-  if (slots_ == 0) throw EngineError("no rank has a GPU to evaluate on");
-  spdlog::info("{} ranks evaluate: {} GPUs, {} compile processes", workers, slots_, compile_slots_);
 }
 
 double RemoteEvaluator::elapsed() const {

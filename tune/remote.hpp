@@ -56,6 +56,8 @@ class RemoteEvaluator : public Evaluator {
     int staging = 0;  // configs sent to it to stage, not yet back
   };
 
+  void send_plan();
+  void hear_ranks();
   void receive(const Envelope& e, Wakeup& wake);
   const Rank& rank_of(int rank) const;
 
