@@ -95,6 +95,27 @@ Job get_job(const Message& m) {
   return job;
 }
 
+namespace {
+
+// A staging's outcome: the finished trial, or the job for a GPU.
+void put_staged(Message& m, const Staged& s) {
+  if (s.finished)
+    m.header["finished"] = *s.finished;
+  else
+    put_job(m, s.job);
+}
+
+Staged get_staged(const Message& m) {
+  Staged s;
+  if (m.header.contains("finished"))
+    s.finished = m.header.at("finished").get<Trial>();
+  else
+    s.job = get_job(m);
+  return s;
+}
+
+}  // namespace
+
 RemoteEvaluator::RemoteEvaluator(const TunePlan& plan, Cluster& cluster) : plan_(plan), cluster_(cluster) {
   if (plan.sanitize.mode == "all")
     throw UsageError(
@@ -183,9 +204,7 @@ std::future<Trial> RemoteEvaluator::run(Job job, int slot, const Limits& limits,
         {{"op", "run"}, {"id", id}, {"slot", local}, {"abort_us", limits.abort_us}, {"timeout_s", limits.timeout_s}});
     put_job(m, job);
     cluster_.send(r.rank, m);
-    auto& entry = runs_[id];
-    entry.first = r.rank;
-    return entry.second.get_future();
+    return runs_[id].get_future();
   }
   throw std::logic_error(strfmt("slot %d of %d", slot, slots_));
 }
@@ -207,35 +226,30 @@ const RemoteEvaluator::Rank& RemoteEvaluator::rank_of(int rank) const {
 void RemoteEvaluator::receive(const Envelope& e, Wakeup& wake) {
   const json& h = e.message.header;
   const std::string op = op_of(e.message);
+  if (op != "staged" && op != "ran" && op != "error")
+    throw EngineError(strfmt("rank %d sent '%s' mid-run", e.from, op.c_str()));
+  const std::exception_ptr failure =
+      op == "error"
+          ? std::make_exception_ptr(EngineError(strfmt("rank %d (%s): %s", e.from, rank_of(e.from).host.c_str(),
+                                                       h.value("error", std::string()).c_str())))
+          : nullptr;
   const uint64_t id = h.value("id", uint64_t{0});
-  if (op == "staged" || (op == "error" && stagings_.count(id))) {
-    auto node = stagings_.extract(id);
-    if (node.empty()) throw EngineError(strfmt("rank %d staged a config it was not sent", e.from));
+  if (auto staging = stagings_.extract(id)) {
     --ranks_.at(static_cast<size_t>(e.from - 1)).staging;
-    if (op == "error") {
-      node.mapped().set_exception(std::make_exception_ptr(EngineError(
-          strfmt("rank %d (%s): %s", e.from, rank_of(e.from).host.c_str(), h.value("error", std::string()).c_str()))));
-    } else {
-      Staged s;
-      if (h.contains("finished"))
-        s.finished = h.at("finished").get<Trial>();
-      else
-        s.job = get_job(e.message);
-      node.mapped().set_value(std::move(s));
-    }
-  } else if (op == "ran" || op == "error") {
-    auto node = runs_.extract(id);
-    if (node.empty()) throw EngineError(strfmt("rank %d ran a job it was not sent", e.from));
-    if (op == "error") {
-      node.mapped().second.set_exception(std::make_exception_ptr(EngineError(
-          strfmt("rank %d (%s): %s", e.from, rank_of(e.from).host.c_str(), h.value("error", std::string()).c_str()))));
+    if (failure)
+      staging.mapped().set_exception(failure);
+    else
+      staging.mapped().set_value(get_staged(e.message));
+  } else if (auto running = runs_.extract(id)) {
+    if (failure) {
+      running.mapped().set_exception(failure);
     } else {
       Trial t = h.at("trial").get<Trial>();
       gpu_busy_s_ += (t.verify_ms + t.bench_ms) / 1000.0;
-      node.mapped().second.set_value(std::move(t));
+      running.mapped().set_value(std::move(t));
     }
   } else {
-    throw EngineError(strfmt("rank %d sent '%s' mid-run", e.from, op.c_str()));
+    throw EngineError(strfmt("rank %d answered a request it was not sent", e.from));
   }
   wake.notify();
 }
@@ -301,11 +315,7 @@ class RankServer {
       }
       Message m = message({{"op", "staged"}, {"id", it->first}});
       try {
-        Staged s = it->second.get();
-        if (s.finished)
-          m.header["finished"] = *s.finished;
-        else
-          put_job(m, s.job);
+        put_staged(m, it->second.get());
       } catch (const std::exception& ex) {
         m = message({{"op", "error"}, {"id", it->first}, {"error", ex.what()}});
       }

@@ -66,8 +66,8 @@ class RemoteEvaluator : public Evaluator {
   std::vector<Rank> ranks_;
   int slots_ = 0, compile_slots_ = 0, gpus_ = 0;
   uint64_t next_id_ = 1;
-  std::map<uint64_t, std::promise<Staged>> stagings_;
-  std::map<uint64_t, std::pair<int, std::promise<Trial>>> runs_;  // by id: the rank, the result
+  std::map<uint64_t, std::promise<Staged>> stagings_;  // requests sent, by id
+  std::map<uint64_t, std::promise<Trial>> runs_;       // requests sent, by id (one sequence with stagings_)
   double gpu_busy_s_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
