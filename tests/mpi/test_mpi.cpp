@@ -62,7 +62,7 @@ std::string mpirun(int ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
-  return "mpirun --oversubscribe -np " + std::to_string(ranks) + " '" + evotune_test::binary() + "'";
+  return "mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " '" + evotune_test::binary() + "'";
 }
 
 int evotune_alone(const std::vector<std::string>& args, std::string* output = nullptr) {
