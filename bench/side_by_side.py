@@ -11,6 +11,7 @@ sdpa_fwd elsewhere; --sdpa-kernel picks one).
 
     bench/side_by_side.py --evotune build/evotune --db bench.db --anchors --only sdpa --tune-budget 64 --json sbs.json
     bench/side_by_side.py --evotune build/evotune --db bench.db --gemm 4096,4096,4096 --kernel gemm_sm90
+    bench/side_by_side.py --evotune build/evotune --db bench.db --odd --tune-budget 96
     bench/side_by_side.py --sdpa B=1,H=32,HKV=8,S=16,SKV=8192,D=128 --sdpa 2,8,2048,64 --tune-budget 64
 
 Attention problems are the templates' own: Q and O [B,H,S,D], K and V
@@ -89,6 +90,12 @@ ANCHOR_GEMM = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 1024, 8192), (1000
 ANCHOR_SDPA = [("fp16", s) for s in [(1, 8, 512, 64), (2, 8, 512, 64), (2, 8, 2048, 64), (8, 16, 2048, 64),
                                      (4, 16, 4096, 64), (4, 16, 4096, 128), (2, 16, 8192, 128), (16, 32, 512, 64)]] + \
               [("bf16", s) for s in [(2, 8, 512, 64), (4, 16, 4096, 128), (2, 16, 8192, 128)]]
+# Shapes vendors tune least (--odd, bf16): row strides that are not a multiple
+# of 16 bytes (odd K or N), vocabulary-sized N, decode batches of 1-16 rows,
+# and short K.
+ODD_GEMM = [(777, 1333, 2049), (4095, 4097, 64), (8, 8192, 8192), (8192, 8192, 128), (16, 50257, 4096),
+            (2048, 32001, 4096), (128, 128256, 4096), (1, 4096, 4096), (4096, 4096, 4095), (2049, 2049, 2049),
+            (3000, 1000, 777), (512, 11008, 4095)]
 # Beside them (--anchors): each anchor causal, and what real models run that
 # the anchors do not have: grouped-query attention, a query block prefilled
 # against a longer cache (causal, bottom-right), and decode (a few queries
@@ -507,6 +514,8 @@ def main():
     ap.add_argument("--dtype", default="bf16", help="for --gemm/--sdpa")
     ap.add_argument("--anchors", action="store_true", help="every shape of ANCHORS.md (GEMM bf16, attention fp16/bf16)")
     ap.add_argument("--only", choices=["gemm", "sdpa"], help="with --anchors: one kind")
+    ap.add_argument("--odd", action="store_true",
+                    help="the odd and skinny GEMM shapes (bf16): misaligned rows, vocabulary-sized N, decode batches")
     ap.add_argument("--tune-budget", type=int, default=0, help="tune shapes that have no run yet, with this budget")
     ap.add_argument("--tune-only", action="store_true", help="tune the shapes that have no run yet, then stop")
     ap.add_argument("--rep", type=int, default=200,
@@ -522,7 +531,9 @@ def main():
     if args.sdpa_kernel == "auto":
         args.sdpa_kernel = "sdpa_fwd_sm90" if torch.cuda.get_device_capability() == (9, 0) else "sdpa_fwd"
     sdpas = [(args.dtype, attn_problem(s)) for s in args.sdpa]
-    gemm_dtype = "bf16" if args.anchors else args.dtype
+    gemm_dtype = "bf16" if args.anchors or args.odd else args.dtype
+    if args.odd:
+        gemms += ODD_GEMM
     if args.anchors:
         gemms += ANCHOR_GEMM if args.only in (None, "gemm") else []
         if args.only in (None, "sdpa"):

@@ -1077,9 +1077,9 @@ void read_args(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   for (const auto& a : s.args) {
     if (!a.is_tmap) continue;
     bool ok = std::any_of(s.args.begin(), s.args.end(), [&](const ArgSpec& b) {
-      return b.is_buffer && b.name == a.tmap.tensor && b.role != ArgRole::scratch;
+      return b.is_buffer && b.name == a.tmap.tensor;
     });
-    if (!ok) r.fail("[[arg]] " + a.name, "tensor '" + a.tmap.tensor + "' is not an in or out buffer [[arg]]");
+    if (!ok) r.fail("[[arg]] " + a.name, "tensor '" + a.tmap.tensor + "' is not a buffer [[arg]]");
   }
   if (std::none_of(s.args.begin(), s.args.end(),
                    [](const ArgSpec& a) { return a.is_buffer && a.role == ArgRole::out; }))

@@ -92,6 +92,16 @@ void encode_tmap(CUtensorMap& m, const TensorMapPlan& t, void* base) {
   if (r != CUDA_SUCCESS) throw EngineError("cuTensorMapEncodeTiled over " + t.buffer + ": " + cuda::error_text(r));
 }
 
+// The buffer a tensor map covers: a problem buffer, or one of the launch's
+// scratch buffers.
+static void* tmap_base(const LaunchPlan& plan, const std::map<std::string, GuardedBuffer>& buffers,
+                const std::vector<GuardedBuffer>& scratch, const std::string& name) {
+  if (auto it = buffers.find(name); it != buffers.end()) return it->second.data();
+  for (size_t i = 0; i < plan.scratch.size() && i < scratch.size(); ++i)
+    if (plan.scratch[i].name == name) return scratch[i].data();
+  throw EngineError("tensor map over unknown buffer " + name);
+}
+
 // Kernel parameters for one launch, with stable storage.
 struct GpuSession::Launcher {
   CUfunction fn = nullptr;
@@ -124,10 +134,8 @@ struct GpuSession::Launcher {
           break;
         }
         case ArgPlan::Kind::tmap: {
-          auto it = buffers.find(a.tmap.buffer);
-          if (it == buffers.end()) throw EngineError("tensor map over unknown buffer " + a.tmap.buffer);
           CUtensorMap& m = tmaps[next_tmap++];
-          encode_tmap(m, a.tmap, it->second.data());
+          encode_tmap(m, a.tmap, tmap_base(plan, buffers, scratch, a.tmap.buffer));
           slot = &m;
           break;
         }

@@ -208,7 +208,7 @@ void write_geometry_helpers(HelperWriter& hw, const ExportFacts& f) {
     std::string base = identifier_from(a.name);
     std::string what =
         to_string(a.role) + " buffer " + a.name + " (" + to_string(resolve_elem(a.elem, dtype)) +
-        (a.role == ArgRole::scratch ? ", zero-filled once before first use; the kernel leaves it zeroed" : "") + ")";
+        (a.role == ArgRole::scratch ? ", zero-filled once before first use; the kernel re-arms what it reuses" : "") + ")";
     hw.function(base + "_count", a.count, what + ", elements");
     hw.function(base + "_bytes", a.count, what + ", bytes", elem_bytes(a.elem, dtype));
   }

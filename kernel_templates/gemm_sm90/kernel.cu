@@ -160,6 +160,9 @@
 #ifndef L2_HINT
 #define L2_HINT 0
 #endif
+#ifndef PACK
+#define PACK 0
+#endif
 
 namespace evotune_gemm_sm90 {
 
@@ -510,6 +513,113 @@ __device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __r
 // the stride is a multiple of 8 elements).
 __device__ __forceinline__ int piece_bytes(int stride) {
   return (stride % 8 == 0) ? 16 : (stride % 4 == 0) ? 8 : (stride % 2 == 0) ? 4 : 2;
+}
+
+// ------------------------------------------------------------ packing (PACK=1)
+
+// An operand whose row stride is not a multiple of 16 bytes cannot be loaded
+// by TMA. With PACK=1 the launch first copies it into a scratch buffer whose
+// rows are padded to a multiple of 8 elements (a_packed, b_packed); the tensor
+// maps over those buffers keep the true column count, so the padding is never
+// read, and the main loop runs on TMA loads as for an aligned problem. The
+// copy is cut into blocks of kPackVecs 8-element vectors within one row, which
+// warps claim from a counter (pack_sync[0]) and count as done in
+// pack_sync[1]; every CTA then waits until all blocks are done. A warp waits
+// only once the counter has run past the last block, i.e. once every block
+// has been claimed by a warp that is running, so the wait ends however many
+// CTAs the GPU holds at once. The last CTA past the wait (pack_sync[2]) re-arms
+// the three counters for the next launch.
+constexpr int kPackVecs = 256;  // vectors per claimed block: 4 KB, 8 per lane
+
+struct PackMatrix {
+  const unsigned short* src;  // rows of `cols` elements
+  unsigned short* dst;        // rows of vrow * 8 elements
+  int cols, vrow, blocks_per_row;
+  long long blocks;
+};
+
+__device__ __forceinline__ PackMatrix pack_matrix(const evotune_elem_t* src, evotune_elem_t* dst, int rows, int cols,
+                                                  bool on) {
+  PackMatrix m;
+  m.src = reinterpret_cast<const unsigned short*>(src);
+  m.dst = reinterpret_cast<unsigned short*>(dst);
+  m.cols = cols;
+  m.vrow = (cols + 7) / 8;
+  m.blocks_per_row = (m.vrow + kPackVecs - 1) / kPackVecs;
+  m.blocks = on ? (long long)rows * m.blocks_per_row : 0;
+  return m;
+}
+
+// One block: this lane's 8 vectors of row r, from vector v0 of the row. All
+// loads are issued before the first store.
+__device__ __forceinline__ void pack_block(const PackMatrix& m, long long b, int lane) {
+  const long long r = b / m.blocks_per_row;
+  const int v0 = (int)(b - r * m.blocks_per_row) * kPackVecs;
+  const unsigned short* src = m.src + r * m.cols;
+  unsigned w[kPackVecs / 32][4];
+#pragma unroll
+  for (int i = 0; i < kPackVecs / 32; ++i) {
+    const int c = (v0 + i * 32 + lane) * 8;
+#pragma unroll
+    for (int e = 0; e < 8; e += 2) {
+      const unsigned lo = c + e < m.cols ? (unsigned)__ldg(src + c + e) : 0u;
+      const unsigned hi = c + e + 1 < m.cols ? (unsigned)__ldg(src + c + e + 1) : 0u;
+      w[i][e / 2] = lo | (hi << 16);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kPackVecs / 32; ++i) {
+    const int v = v0 + i * 32 + lane;
+    if (v < m.vrow)
+      asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(m.dst + (r * m.vrow + v) * 8), "r"(w[i][0]),
+                   "r"(w[i][1]), "r"(w[i][2]), "r"(w[i][3])
+                   : "memory");
+  }
+}
+
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Every thread of the CTA takes part; returns once both packed buffers are
+// complete and visible to this CTA's TMA loads.
+__device__ __forceinline__ void pack_operands(const PackMatrix& a, const PackMatrix& b, unsigned* sync) {
+  const int lane = threadIdx.x & 31;
+  const long long total = a.blocks + b.blocks;
+  for (;;) {
+    unsigned claim = 0;
+    if (lane == 0) claim = atomicAdd(&sync[0], 1u);
+    const long long blk = __shfl_sync(0xffffffffu, claim, 0);
+    if (blk >= total) break;
+    if (blk < a.blocks)
+      pack_block(a, blk, lane);
+    else
+      pack_block(b, blk - a.blocks, lane);
+    __threadfence();
+    fence_proxy_async_global();
+    __syncwarp();
+    if (lane == 0) atomicAdd(&sync[1], 1u);
+  }
+  if (lane == 0)
+    while ((long long)ld_acquire_gpu(&sync[1]) < total) __nanosleep(64);
+  __syncwarp();
+  fence_proxy_async_global();  // the packed data, visible to the TMA engine's reads
+  __syncthreads();
+  if (threadIdx.x < 32) {  // warp 0, whole (a one-thread branch here costs the consumers registers)
+    unsigned past = 0;
+    if (lane == 0) {
+      __threadfence();
+      past = atomicAdd(&sync[2], 1u) + 1u;
+    }
+    past = __shfl_sync(0xffffffffu, past, 0);
+    if (past == gridDim.x * gridDim.y * gridDim.z && lane < 3) sync[lane] = 0u;  // every CTA is past its wait: re-arm
+  }
 }
 
 // ------------------------------------------------------------ producer
@@ -1005,29 +1115,38 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kMIters][kAcc], ev
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
           }
         __syncwarp();
+        const int row0 = m_wg + mi * 64 + warp * 16;
+        const int col0 = n0 + c * 64;
+        if (vec) {
 #pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          const int idx = p * 32 + lane;
-          const int lr = idx >> 3, ch = idx & 7;
-          uint4 v;
-          asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                       : "r"(buf + lr * 128 + ((ch ^ (lr & 7)) << 4))
-                       : "memory");
-          const int row = m_wg + mi * 64 + warp * 16 + lr;
-          const int col = n0 + c * 64 + ch * 8;
-          if (row < s.M) {
-            evotune_elem_t* p8 = C + (long long)row * s.N + col;
-            if (vec && col + 8 <= s.N) {
-              st_global_v4(p8, v);
-            } else {
-              const unsigned wds[4] = {v.x, v.y, v.z, v.w};
+          for (int p = 0; p < 4; ++p) {
+            const int idx = p * 32 + lane;
+            const int lr = idx >> 3, ch = idx & 7;
+            uint4 v;
+            asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "r"(buf + lr * 128 + ((ch ^ (lr & 7)) << 4))
+                         : "memory");
+            const int row = row0 + lr, col = col0 + ch * 8;
+            if (row < s.M && col < s.N) st_global_v4(C + (long long)row * s.N + col, v);  // N % 8 == 0
+          }
+        } else {
+          // Rows not 16-byte aligned: each row's 64 columns as two runs of
+          // 32 2-byte stores (lane = column), so that one store instruction
+          // writes whole 32-byte sectors instead of two bytes of each of 16.
+          const int rows = min(16, s.M - row0);
+#pragma unroll 4
+          for (int lr = 0; lr < rows; ++lr) {
+            unsigned short* crow = reinterpret_cast<unsigned short*>(C + (long long)(row0 + lr) * s.N + col0);
 #pragma unroll
-              for (int e = 0; e < 8; ++e)
-                if (col + e < s.N) {
-                  const unsigned short bits = (unsigned short)(wds[e >> 1] >> (16 * (e & 1)));
-                  *reinterpret_cast<unsigned short*>(p8 + e) = bits;
-                }
+            for (int h = 0; h < 2; ++h) {
+              const int e = lane + 32 * h;
+              unsigned short v;
+              asm volatile("ld.shared.u16 %0, [%1];\n"
+                           : "=h"(v)
+                           : "r"(buf + lr * 128 + (((e >> 3) ^ (lr & 7)) << 4) + (e & 7) * 2)
+                           : "memory");
+              if (col0 + e < s.N) crow[e] = v;
             }
           }
         }
@@ -1182,10 +1301,19 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
               const __grid_constant__ EvotuneTmap tm_c,
               const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
               evotune_elem_t* __restrict__ C, float* __restrict__ workspace, unsigned* __restrict__ counters, int M,
-              int N, int K, int use_tma_a, int use_tma_b) {
+              int N, int K, int use_tma_a, int use_tma_b, const __grid_constant__ EvotuneTmap tm_ap,
+              const __grid_constant__ EvotuneTmap tm_bp, evotune_elem_t* __restrict__ a_packed,
+              evotune_elem_t* __restrict__ b_packed, unsigned* __restrict__ pack_sync, int pack_a, int pack_b) {
 #if EVOTUNE_SM90A
   using namespace evotune_gemm_sm90;
   using namespace evotune_sm90;
+  // PACK=1: a misaligned operand is copied into its padded scratch buffer
+  // first, and loaded by TMA from there (packing, above).
+  if constexpr (PACK == 1) {
+    if (pack_a || pack_b)
+      pack_operands(pack_matrix(A, a_packed, M, K, pack_a != 0), pack_matrix(B, b_packed, K, N, pack_b != 0),
+                    pack_sync);
+  }
   extern __shared__ __align__(128) unsigned char gemm_smem[];
   // 128-byte swizzle atoms must sit on 1024-byte boundaries (descriptor base
   // offset 0, TMA pattern = wgmma pattern); the spec adds 1024 bytes of slack.
@@ -1199,10 +1327,13 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   // The schedule lives in shared memory: re-read where needed instead of
   // pinning ~16 registers across the MMAs.
   Sched* sched = reinterpret_cast<Sched*>(bar_area + 16 * STAGES + 16);
-  const bool tma_a = use_tma_a != 0, tma_b = use_tma_b != 0;
+  const EvotuneTmap* ta = (PACK == 1 && pack_a) ? &tm_ap : &tm_a;
+  const EvotuneTmap* tb = (PACK == 1 && pack_b) ? &tm_bp : &tm_b;
+  const bool tma_a = use_tma_a != 0 || (PACK == 1 && pack_a), tma_b = use_tma_b != 0 || (PACK == 1 && pack_b);
   // EPILOGUE=4 with both operands by TMA (then the producer side's second
-  // warp is idle; tm_c exists as N % 8 == 0): that warp issues the stores.
-  const bool storer = kStorer && tma_a && tma_b;
+  // warp is idle; tm_c exists only when N % 8 == 0): that warp issues the
+  // stores.
+  const bool storer = kStorer && tma_a && tma_b && N % 8 == 0;
 
   tl_start();
   // Set-up: the schedule and the ring's barriers. Without a cluster the
@@ -1216,8 +1347,8 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   // issued right after the set-up; its producer loop goes on from there.
   int pre = 0, pre_m0 = 0, pre_n0 = 0, pre_k0 = 0;
   if (threadIdx.x == setup_thread) {
-    if (kCS == 1 && tma_a) tma_prefetch_desc(&tm_a);  // the first loads need them
-    if (kCS == 1 && tma_b) tma_prefetch_desc(&tm_b);
+    if (kCS == 1 && tma_a) tma_prefetch_desc(ta);  // the first loads need them
+    if (kCS == 1 && tma_b) tma_prefetch_desc(tb);
     // The spec's smem expression must match this layout: fail loudly, never
     // write past the allocation.
     unsigned dyn;
@@ -1258,7 +1389,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
   if (kSetupLoads && pre > 0) {
     tl_mark_any(18);
     for (int kt = 0; kt < pre; ++kt)
-      issue_tma_ktile(*sched, &tm_a, &tm_b, smem, kt, pre_m0, pre_n0, pre_k0 + kt * BLOCK_K, true, true);
+      issue_tma_ktile(*sched, ta, tb, smem, kt, pre_m0, pre_n0, pre_k0 + kt * BLOCK_K, true, true);
     tl_mark_any(16);
   }
 
@@ -1274,7 +1405,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
     if (storer && ptid >= 32 && ptid < 64)
       storer_warp(s, &tm_c, epi_smem);
     else
-      producer(s, &tm_a, &tm_b, A, B, M, N, K, smem, tma_a, tma_b, ptid, pre);
+      producer(s, ta, tb, A, B, M, N, K, smem, tma_a, tma_b, ptid, pre);
     if constexpr (kCS > 1) {
       __syncwarp();
       cluster_sync();  // no CTA exits while a peer may still arrive on its barriers

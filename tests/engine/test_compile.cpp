@@ -11,6 +11,7 @@
 #include "engine/compile_cache.hpp"
 #include "engine/compile_service.hpp"
 #include "engine/compiler.hpp"
+#include "engine/plan.hpp"
 #include "engine/support_kernels.hpp"
 #include "kernel_templates/registry.hpp"
 #include "search/space.hpp"
@@ -373,4 +374,66 @@ TEST_CASE("an entry point the source does not define is a compile error that say
   INFO(res.log);
   CHECK_FALSE(res.ok);
   CHECK(res.log.rfind("error: entry point 'absent' not found in the compiled code", 0) == 0);
+}
+
+TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch copies that TMA reads",
+          "[compile][plan]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("gemm_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Config c = spec.default_config();
+  c.values["PACK"] = 1;
+  auto arg = [](const LaunchPlan& l, const std::string& buffer) -> const TensorMapPlan* {
+    for (const ArgPlan& a : l.args)
+      if (a.kind == ArgPlan::Kind::tmap && a.tmap.buffer == buffer) return &a.tmap;
+    return nullptr;
+  };
+  auto scratch = [](const LaunchPlan& l, const std::string& name) {
+    for (const ScratchPlan& s : l.scratch)
+      if (s.name == name) return s.count;
+    return int64_t{-1};
+  };
+
+  // Odd K and odd N: both operands packed; rows padded to 2056 and 1336
+  // elements, the maps keeping the true column counts.
+  Problem odd = spec.parse_problem("M=777,N=1333,K=2049", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {odd}, dev).valid(c));
+  LaunchPlan l = Planner(spec, dev).launch(c, odd, 0);
+  const TensorMapPlan* ta = arg(l, "a_packed");
+  const TensorMapPlan* tb = arg(l, "b_packed");
+  REQUIRE(ta);
+  REQUIRE(tb);
+  CHECK(ta->enabled);
+  CHECK(ta->dims == std::vector<uint64_t>{2049, 777});
+  CHECK(ta->strides_bytes == std::vector<uint64_t>{2056 * 2});
+  CHECK(tb->enabled);
+  CHECK(tb->dims == std::vector<uint64_t>{1333, 2049});
+  CHECK(tb->strides_bytes == std::vector<uint64_t>{1336 * 2});
+  CHECK(scratch(l, "a_packed") == 777 * 2056);
+  CHECK(scratch(l, "b_packed") == 2049 * 1336);
+
+  // Only N misaligned: A stays where it is.
+  Problem odd_n = spec.parse_problem("M=512,N=1001,K=1024", Dtype::bf16);
+  LaunchPlan ln = Planner(spec, dev).launch(c, odd_n, 0);
+  CHECK_FALSE(arg(ln, "a_packed")->enabled);
+  CHECK(arg(ln, "b_packed")->enabled);
+  CHECK(scratch(ln, "a_packed") == 1);
+
+  // Aligned problems have no PACK=1 configs (it would change nothing).
+  CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=512,N=1024,K=1024", Dtype::bf16)}, dev).valid(c));
+
+  // The packing phase costs the consumers no registers: the default tile
+  // (two consumer warpgroups at 168 registers) still compiles without spills.
+  CompileRequest r;
+  r.source_name = spec.source_name;
+  r.source = spec.source_text;
+  r.entry = spec.entry;
+  r.arch = arch_for(90, spec.arch_specific);
+  r.headers = spec.headers;
+  r.defines = spec.compile_defines(c, odd, dev);
+  CompileResult res = compile(r);
+  INFO(res.log);
+  REQUIRE(res.ok);
+  CHECK(res.res.spill_bytes() == 0);
+  CHECK(res.res.stack_frame == 0);
 }

@@ -266,6 +266,12 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"sdpa_fwd", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "bf16"},
       {"gemm_sm90", {"M=1000,N=3000,K=500"}, "bf16"},
       {"gemm_sm90", {"M=520,N=1032,K=1000"}, "fp16"},
+      // Rows not 16-byte aligned (odd K, odd N) and degenerate sizes: M = 1,
+      // N = 1, K = 1; the packing pre-pass (PACK=1) on each.
+      {"gemm_sm90", {"M=777,N=1333,K=2049"}, "bf16"},
+      {"gemm_sm90", {"M=1,N=4097,K=63"}, "fp16"},
+      {"gemm_sm90", {"M=333,N=1,K=1"}, "bf16"},
+      {"gemm_sm90", {"M=16,N=5003,K=1032"}, "bf16"},  // decode-sized rows, a vocabulary-like odd N
       // Grouped heads with a longer cache, causal; decode against a long cache; head dim 256.
       {"sdpa_fwd_sm90", {"B=4,H=16,HKV=4,S=333,SKV=517,D=128,CAUSAL=1"}, "bf16"},
       {"sdpa_fwd_sm90", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "fp16"},
@@ -280,7 +286,11 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"sdpa_fp8", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "bf16"},
       {"sdpa_fp8", {"B=1,H=2,S=200,D=256"}, "bf16"},
   };
+  // EVOTUNE_TEST_KERNELS=gemm_sm90,sdpa_fp8 limits the cases to those
+  // templates (a quicker check of one template on a device).
+  const char* only = std::getenv("EVOTUNE_TEST_KERNELS");
   for (const auto& c : cases) {
+    if (only && ("," + std::string(only) + ",").find("," + c.kernel + ",") == std::string::npos) continue;
     TempDir t;
     TuneOptions o = options(t, c.kernel, c.problems);
     o.dtype = c.dtype;
@@ -319,6 +329,15 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"CTAS_PER_SM", 2}},
                                                 {{"CTAS_PER_SM", 2}, {"PERSISTENT", 2}},
                                                 {{"SCHEDULE", 1}},
+                                                {{"PACK", 1}},
+                                                {{"PACK", 1}, {"PERSISTENT", 1}},
+                                                {{"PACK", 1}, {"PERSISTENT", 2}},
+                                                {{"PACK", 1}, {"SPLIT_K", 2}},
+                                                {{"PACK", 1}, {"CLUSTER_M", 2}},
+                                                {{"PACK", 1}, {"CLUSTER_N", 2}},
+                                                {{"PACK", 1}, {"SCHEDULE", 1}},
+                                                {{"PACK", 1}, {"EPILOGUE", 4}},
+                                                {{"PACK", 1}, {"L2_HINT", 3}},
                                                 {{"L2_HINT", 2}},
                                                 {{"L2_HINT", 3}},
                                                 {{"EPILOGUE", 2}},
