@@ -2,8 +2,13 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -93,6 +98,19 @@ void on_sigint(int) {
   if (stop_requested().exchange(true)) std::_Exit(kExitInterrupted);
 }
 
+// The termination note, written by the handler with write(2) only.
+char g_note[256];
+std::atomic<size_t> g_note_size{0};
+
+void on_sigterm(int sig) {
+  if (size_t n = g_note_size.load()) {
+    ssize_t ignored = ::write(STDERR_FILENO, g_note, n);
+    (void)ignored;
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 void add_worker_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("worker", "internal: evaluate candidates on a GPU for a tuning run");
   cmd->group("");  // hidden from --help
@@ -112,6 +130,15 @@ void add_worker_command(CLI::App& app, Context& ctx) {
 }
 
 }  // namespace
+
+void set_termination_note(long long run_id) {
+  const int n =
+      std::snprintf(g_note, sizeof g_note,
+                    "evotune: terminated; run %lld keeps every trial it recorded: `evotune run --resume %lld` "
+                    "continues it (under MPI, with any number of ranks)\n",
+                    run_id, run_id);
+  g_note_size.store(n > 0 ? std::min(static_cast<size_t>(n), sizeof g_note - 1) : 0);
+}
 
 int cli_main(int argc, char** argv) {
   Context ctx;
@@ -166,6 +193,7 @@ int cli_main(int argc, char** argv) {
   }
 
   std::signal(SIGINT, on_sigint);
+  std::signal(SIGTERM, on_sigterm);
   // Diagnostics (-v, -vv) go to stderr with timestamps; results go to stdout.
   auto log = spdlog::stderr_color_mt("evotune");
   log->set_pattern("[%H:%M:%S.%e] %v");

@@ -51,6 +51,11 @@ long long parse_run_ref(const std::string& text, const std::string& db_path);
 CLI::Validator positive_number();      // > 0
 CLI::Validator non_negative_number();  // >= 0
 
+// What this process says when it is terminated (SIGTERM: a job scheduler
+// or mpirun ending every rank because one died) once a run is open: that
+// the run keeps its trials and how to continue it.
+void set_termination_note(long long run_id);
+
 int cli_main(int argc, char** argv);
 
 }  // namespace evotune

@@ -28,7 +28,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
       "  evotune run --kernel gemm --shape 4096,4096,4096 --compile-only --arch sm_90a --budget 16\n"
       "  evotune run --resume 7          # continue run 7 after an interruption\n"
       "  evotune run --resume 7 --budget 500   # extend run 7 to 500 trials in all\n"
-      "  evotune run --kernel gemm --replay tests/data/gemm_h200.json --budget 128   # no GPU needed\n\n"
+      "  evotune run --kernel gemm --replay tests/data/gemm_h200.json --budget 128   # no GPU needed\n"
+      "  mpirun -np 5 --bind-to none evotune run --kernel gemm --shape 4096,4096,4096 --gpus all   # hosts, MPI build\n\n"
       "Each trial passes the gates in order: constraints (free) -> NVRTC compile -> resources\n"
       "(registers, shared memory, spills) -> correctness against the reference -> latency.\n"
       "Ctrl-C records the trial in hand and stops; --resume continues.");
@@ -123,6 +124,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (!resume->empty()) o.resume_run = parse_run_ref(*resume, ctx.db_path);
       TuneResult r = tune(o, std::cout);
       if (r.interrupted) return kExitInterrupted;
+      if (r.evaluated_for_rank0) return kExitOk;
       if (*profile_top > 0) {
         ProfileOptions po;
         po.db_path = ctx.db_path;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cli/app.hpp"
 #include "cli/table.hpp"
 #include "core/format.hpp"
 #include "core/strings.hpp"
@@ -59,11 +60,13 @@ std::string sanitizer_line(const TunePlan& plan) {
 }  // namespace
 
 void ConsoleProgress::started(const TunePlan& plan, const RunInfo& run, int spent) {
+  set_termination_note(run.id);
   const TuneOptions& o = plan.options;
   out_ << "run " << run.id << ": " << plan.spec.name << " on " << where(plan) << ", " << plan.problems.size()
        << " problem(s) + " << plan.all_problems.size() - plan.problems.size() << " check shape(s), " << o.strategy
        << " seed " << o.seed << ", budget " << run.budget << (plan.resumed ? strfmt(" (%d done)", spent) : "") << ", "
-       << plan.compile_threads << " compile thread(s), db " << o.db_path << std::endl;
+       << plan.compile_threads << " compile thread(s)"
+       << (plan.ranks > 1 ? strfmt(", over %d MPI ranks", plan.ranks) : "") << ", db " << o.db_path << std::endl;
   if (plan.gpu()) out_ << "sanitizer gate: " << sanitizer_line(plan) << std::endl;
 }
 

@@ -214,6 +214,7 @@ void to_json(nlohmann::json& j, const Trial& t) {
        {"fitness", t.fitness},
        {"final_us", t.final_us},
        {"device", t.device},
+       {"host", t.host},
        {"created_at", t.created_at},
        {"sanitized", t.sanitized}};
 }
@@ -233,6 +234,7 @@ void from_json(const nlohmann::json& j, Trial& t) {
   t.fitness = j.value("fitness", 0.0);
   t.final_us = j.value("final_us", 0.0);
   t.device = j.value("device", -1);
+  t.host = j.value("host", std::string());
   t.created_at = j.value("created_at", std::string());
   t.sanitized = j.value("sanitized", std::string());
 }

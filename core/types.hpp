@@ -107,6 +107,7 @@ struct Trial {
   double fitness = 0;   // geometric mean of p50 over problems (µs); only for ok
   double final_us = 0;  // the same after the final interleaved re-timing; 0 if not re-timed
   int device = -1;      // GPU ordinal that measured it, -1 if none
+  std::string host;     // the host whose GPU measured it (empty: none, or recorded before hosts were)
   std::string created_at;
   std::string sanitized;  // compute-sanitizer tools it passed ("memcheck,racecheck"), empty if none ran
 

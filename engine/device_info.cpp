@@ -1,6 +1,9 @@
 #include "engine/device_info.hpp"
 
 #include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <climits>
 
 #include "core/strings.hpp"
 #include "engine/cuda_api.hpp"
@@ -59,6 +62,12 @@ DeviceQuery query_devices() {
   }
   if (q.devices.empty()) q.reason = "no CUDA device could be queried";
   return q;
+}
+
+std::string host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
 }
 
 }  // namespace evotune

@@ -27,4 +27,7 @@ struct DeviceQuery {
 
 DeviceQuery query_devices();
 
+// This machine's host name (what a trial records as the host its GPU is on).
+std::string host_name();
+
 }  // namespace evotune

@@ -482,6 +482,12 @@ DROP TABLE profiles;
 ALTER TABLE profiles_v7 RENAME TO profiles;
 )sql";
 
+// Version 8: the host each trial ran on (a run spread over MPI ranks on
+// several hosts); NULL for trials recorded before.
+const char* const kMigration8 = R"sql(
+ALTER TABLE trials ADD COLUMN host TEXT;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -493,6 +499,7 @@ const std::vector<Migration>& migrations() {
       {5, "Nsight Compute profiles of trials", kMigration5},
       {6, "vendor baselines measured beside a run", kMigration6},
       {7, "Nsight Compute profiles of baselines", kMigration7},
+      {8, "the host each trial ran on", kMigration8},
   };
   return all;
 }

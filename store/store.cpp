@@ -216,7 +216,8 @@ std::string trial_columns(int version) {
       "t.smem_static, t.smem_dynamic, t.spill_stores, t.spill_loads, t.stack_frame, t.fitness, t.created_at, ";
   cols += version >= 2 ? "t.device, t.cache_hit, " : "NULL, 0, ";
   cols += version >= 3 ? "t.final_us, " : "NULL, ";
-  cols += version >= 4 ? "t.sanitized" : "NULL";
+  cols += version >= 4 ? "t.sanitized, " : "NULL, ";
+  cols += version >= 8 ? "t.host" : "NULL";
   return cols;
 }
 
@@ -245,6 +246,8 @@ Trial read_trial(const sql::Stmt& st) {
   t.cache_hit = st.i64(c++) != 0;
   t.final_us = st.real(c++);  // NULL (not re-timed) reads as 0
   t.sanitized = st.is_null(c) ? std::string() : st.text(c);
+  ++c;
+  t.host = st.is_null(c) ? std::string() : st.text(c);
   return t;
 }
 
@@ -537,8 +540,9 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
           db_,
           "INSERT INTO trials (run_id, seq, config, config_hash, config_json, status, error, compile_ms, "
           "verify_ms, bench_ms, registers, smem_static, smem_dynamic, spill_stores, spill_loads, "
-          "stack_frame, fitness, created_at, device, cache_hit, sanitized) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
+          "stack_frame, fitness, created_at, device, cache_hit, sanitized, host) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+          "?22)");
       ins.bind_int(1, run_id)
           .bind_int(2, seq)
           .bind_text(3, canonical)
@@ -569,6 +573,10 @@ void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& e
         ins.bind_null(21);
       else
         ins.bind_text(21, t.sanitized);
+      if (t.host.empty())
+        ins.bind_null(22);
+      else
+        ins.bind_text(22, t.host);
       ins.run();
       id = sqlite3_last_insert_rowid(db_);
     }

@@ -43,6 +43,10 @@ double CompilingEvaluator::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
+void CompileOnly::start() {
+  compile_references(plan_, compiler_);
+}
+
 std::future<Trial> CompileOnly::run(Job, int, const Limits&, Wakeup&) {
   throw std::logic_error("a compile-only run has no slot to run a job on");
 }

@@ -40,6 +40,9 @@ class CompilingEvaluator : public Evaluator {
 class CompileOnly : public CompilingEvaluator {
  public:
   using CompilingEvaluator::CompilingEvaluator;
+  // Compiles the reference kernels (part of what a compile-only run checks):
+  // throws SpecError where one does not compile.
+  void start() override;
   int slots() const override { return 1; }
   int gpus() const override { return 0; }
   std::future<Trial> run(Job job, int slot, const Limits& limits, Wakeup& wake) override;

@@ -17,9 +17,9 @@ uint64_t Wakeup::events() {
   return events_;
 }
 
-void Wakeup::wait(uint64_t seen) {
+void Wakeup::wait(uint64_t seen, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return events_ != seen; });
+  cv_.wait_for(lock, timeout, [&] { return events_ != seen; });
 }
 
 }  // namespace evotune

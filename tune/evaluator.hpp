@@ -2,10 +2,12 @@
 // is staged (compiled and gated, or looked up in a recorded dataset), then
 // run on a free slot (a GPU, real or simulated). Implementations: GpuPool
 // (GPU worker processes), CompileOnly (no GPU: staging is the whole
-// evaluation) and ReplayEvaluator (a dataset and a simulated clock). The
+// evaluation), ReplayEvaluator (a dataset and a simulated clock) and
+// RemoteEvaluator (the other ranks of an MPI job, remote.hpp). The
 // search loop (search.hpp) drives any of them the same way.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <future>
@@ -25,8 +27,8 @@ class Wakeup {
  public:
   void notify();
   uint64_t events();
-  // Returns when something happened after `seen` (or after a safety timeout).
-  void wait(uint64_t seen);
+  // Returns when something happened after `seen` (or after `timeout`).
+  void wait(uint64_t seen, std::chrono::milliseconds timeout = std::chrono::milliseconds(200));
 
  private:
   std::mutex mu_;

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "engine/compiler.hpp"
+#include "engine/device_info.hpp"
 #include "engine/support_kernels.hpp"
 
 namespace evotune {
@@ -105,6 +106,7 @@ std::future<Trial> GpuPool::run(Job job, int slot, const Limits& limits, Wakeup&
 Trial GpuPool::finish(Job& job, const EvalReply& reply, int slot, double elapsed_s) const {
   Trial t = std::move(job.trial);
   t.device = plan_.gpus[static_cast<size_t>(slot)].ordinal;
+  t.host = host_name();
   t.status = reply.status;
   t.error = reply.error;
   t.verify_ms = reply.verify_ms;

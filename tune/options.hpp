@@ -73,6 +73,9 @@ struct TuneResult {
   std::vector<BaselineResult> baselines;  // measured by this session
   bool interrupted = false;
   bool exhausted = false;  // the strategy ran out of configs before the budget
+  // This process was a rank of an MPI job that evaluated for rank 0, which
+  // ran the search, recorded it and reported it.
+  bool evaluated_for_rank0 = false;
 };
 
 // Set by SIGINT: the run records the trial in hand and stops.

@@ -42,6 +42,7 @@ struct TunePlan {
   std::shared_ptr<const Dataset> replay;
   std::vector<DeviceInfo> gpus;  // a GPU run's devices
   int slots = 1;                 // configs evaluated at once: GPUs, real or simulated
+  int ranks = 1;                 // processes of the MPI job the run spans (1: this one)
   DeviceTraits dev;              // what the spec's expressions see
   DeviceRecord device;           // what the run records
   std::string arch;              // what candidates are compiled for

@@ -39,6 +39,7 @@ RunInfo new_run(const TunePlan& plan) {
                          {"compile_threads", plan.compile_threads},
                          {"gpus", plan.slots}};
   if (plan.replay) opts["replay"] = std::filesystem::absolute(o.replay_path).string();
+  if (plan.ranks > 1) opts["ranks"] = plan.ranks;
   run.options_json = opts.dump();
   run.device = plan.device;
   run.evotune_version = EVOTUNE_VERSION;

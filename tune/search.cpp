@@ -36,7 +36,7 @@ SearchLoop::SearchLoop(const TunePlan& plan, const SearchSpace& space, Evaluator
       strategy_(strategy),
       recorder_(recorder),
       wake_(wake),
-      window_(plan, ev.slots()) {}
+      window_(plan, ev.slots(), ev.compile_slots()) {}
 
 SearchLoop::~SearchLoop() {
   abandon();

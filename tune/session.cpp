@@ -12,6 +12,7 @@
 #include "tune/gpu_pool.hpp"
 #include "tune/plan.hpp"
 #include "tune/recorder.hpp"
+#include "tune/remote.hpp"
 #include "tune/replay.hpp"
 #include "tune/search.hpp"
 
@@ -24,15 +25,14 @@ std::atomic<bool>& stop_requested() {
 
 namespace {
 
-std::unique_ptr<Evaluator> make_evaluator(const TunePlan& plan) {
-  switch (plan.backend) {
-    case Backend::replay:
-      return std::make_unique<ReplayEvaluator>(plan);
-    case Backend::compile_only:
-      return std::make_unique<CompileOnly>(plan);
-    case Backend::gpu:
-      break;
-  }
+// Where the run's configs are evaluated: here, or on the other ranks of an
+// MPI job (a replay keeps its simulated clock here either way).
+std::unique_ptr<Evaluator> make_evaluator(const TunePlan& plan, Cluster* cluster) {
+  if (plan.backend == Backend::replay)
+    return std::make_unique<ReplayEvaluator>(plan,
+                                             cluster ? std::make_unique<RemoteEvaluator>(plan, *cluster) : nullptr);
+  if (cluster) return std::make_unique<RemoteEvaluator>(plan, *cluster);
+  if (plan.backend == Backend::compile_only) return std::make_unique<CompileOnly>(plan);
   return std::make_unique<GpuPool>(plan);
 }
 
@@ -46,13 +46,20 @@ StrategyOptions strategy_options(const TunePlan& plan) {
 
 class Session {
  public:
-  Session(const TunePlan& plan, Progress& progress)
+  Session(const TunePlan& plan, Progress& progress, Cluster* cluster)
       : plan_(plan),
         progress_(progress),
-        evaluator_(make_evaluator(plan)),
+        evaluator_(make_evaluator(plan, cluster)),
         gpu_(dynamic_cast<GpuPool*>(evaluator_.get())),
         space_(plan.spec, plan.problems, plan.dev),
-        strategy_(make_strategy(plan.options.strategy, space_, strategy_options(plan))) {}
+        strategy_(make_strategy(plan.options.strategy, space_, strategy_options(plan))) {
+    // Other ranks' GPUs search; this host's re-time the elites and measure
+    // the baselines after, set up meanwhile.
+    if (!gpu_ && plan.gpu()) {
+      own_gpus_ = std::make_unique<GpuPool>(plan);
+      gpu_ = own_gpus_.get();
+    }
+  }
 
   TuneResult run() {
     check_reference();
@@ -78,8 +85,7 @@ class Session {
   // A compile-only run compiles the reference too (it is part of what CI
   // should catch), before a run is recorded.
   void check_reference() {
-    if (plan_.backend == Backend::compile_only)
-      compile_references(plan_, static_cast<CompilingEvaluator&>(*evaluator_).compiler());
+    if (plan_.backend == Backend::compile_only) evaluator_->start();
   }
 
   void open_run() {
@@ -175,7 +181,8 @@ class Session {
   Progress& progress_;
   Wakeup wake_;  // before the evaluator: its tasks signal it until they are joined
   std::unique_ptr<Evaluator> evaluator_;
-  GpuPool* gpu_;  // the evaluator, when the run has GPUs (the steps after the search need one)
+  std::unique_ptr<GpuPool> own_gpus_;  // a GPU run's evaluator is on other ranks
+  GpuPool* gpu_;                       // the evaluator, when the run has GPUs (the steps after the search need one)
   SearchSpace space_;
   std::unique_ptr<Strategy> strategy_;
   std::optional<Store> store_;
@@ -186,9 +193,21 @@ class Session {
 }  // namespace
 
 TuneResult tune(const TuneOptions& options, Progress& progress) {
-  const TunePlan plan = resolve_plan(options);
-  Session session(plan, progress);
-  return session.run();
+  std::unique_ptr<Cluster> cluster = Cluster::join();
+  if (!cluster || cluster->size() == 1) {
+    const TunePlan plan = resolve_plan(options);
+    return Session(plan, progress, nullptr).run();
+  }
+  if (cluster->rank() > 0) {
+    serve_rank(*cluster, options);
+    TuneResult r;
+    r.evaluated_for_rank0 = true;
+    return r;
+  }
+  const RanksStop stop(*cluster);
+  TunePlan plan = resolve_plan(options);
+  plan.ranks = cluster->size();
+  return Session(plan, progress, cluster.get()).run();
 }
 
 }  // namespace evotune

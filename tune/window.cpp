@@ -17,11 +17,11 @@ constexpr double kMargin = 1.25;
 
 }  // namespace
 
-WindowSizer::WindowSizer(const TunePlan& plan, int slots)
+WindowSizer::WindowSizer(const TunePlan& plan, int slots, int compile_slots)
     : fixed_(plan.options.window > 0 ? plan.options.window : 0),
-      cap_(plan.window),
       slots_(std::max(slots, 1)),
-      compile_threads_(std::max(1u, plan.compile_threads)) {
+      compile_threads_(compile_slots > 0 ? compile_slots : std::max(1u, plan.compile_threads)) {
+  cap_ = fixed_ > 0 ? plan.window : std::max(plan.window, static_cast<int>(2 * compile_threads_));
   for (const Trial& t : plan.previous) observe(t);
 }
 

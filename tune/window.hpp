@@ -18,8 +18,10 @@ namespace evotune {
 
 class WindowSizer {
  public:
-  // `slots`: configs run at once (GPUs, real or simulated).
-  WindowSizer(const TunePlan& plan, int slots);
+  // `slots`: configs run at once (GPUs, real or simulated); `compile_slots`:
+  // configs compiled at once (the ranks' of an MPI job, all together;
+  // 0: the plan's compile threads).
+  WindowSizer(const TunePlan& plan, int slots, int compile_slots = 0);
   // A recorded trial: its compile time and, when it reached a GPU, its GPU
   // time; the longer of the trial's own and the wall time the loop saw its
   // staging and its run take (process start, loading, transfers; 0 in a

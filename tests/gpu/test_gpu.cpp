@@ -1,5 +1,7 @@
 // Tests that need a CUDA device (gpu_main.cpp skips them without one). They
 // run the real tuner, worker process and kernels.
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -91,6 +93,29 @@ EvalRequest request_of(const KernelSpec& spec, const DeviceTraits& dev, const Pr
   return req;
 }
 
+// The faulty spec's modes: each one's status, and a piece of the message
+// that says why (13 and 14 are caught only by compute-sanitizer).
+std::map<int, std::pair<TrialStatus, std::string>> faulty_statuses(bool sanitized) {
+  return {{0, {TrialStatus::ok, ""}},
+          {1, {TrialStatus::crashed, "kernel failed"}},
+          {2, {TrialStatus::crashed, "kernel failed"}},
+          {3, {TrialStatus::timeout, "no result within"}},
+          {4, {TrialStatus::incorrect, "NaN"}},
+          {5, {TrialStatus::compile_error, "error"}},
+          {6, {TrialStatus::resource_rejected, "shared memory"}},
+          {7, {TrialStatus::crashed, "wrote into buffer 'X'"}},
+          {8, {TrialStatus::incorrect, "never written"}},
+          {9, {TrialStatus::incorrect, "max abs error"}},
+          {10, {TrialStatus::launch_error, ""}},
+          {11, {TrialStatus::crashed, "wrote 4 byte(s) past the end of buffer 'Y'"}},
+          {12, {TrialStatus::incorrect, "the first launch was right, launch"}},
+          {13, sanitized ? std::make_pair(TrialStatus::crashed,
+                                          std::string("compute-sanitizer memcheck: Invalid __global__ read"))
+                         : std::make_pair(TrialStatus::ok, std::string())},
+          {14, sanitized ? std::make_pair(TrialStatus::incorrect, std::string("compute-sanitizer racecheck"))
+                         : std::make_pair(TrialStatus::ok, std::string())}};
+}
+
 }  // namespace
 
 TEST_CASE("every kind of bad candidate gets its status and the run goes on", "[gpu][faults]") {
@@ -110,26 +135,7 @@ TEST_CASE("every kind of bad candidate gets its status and the run goes on", "[g
   Store s = Store::open(o.db_path, Store::Mode::read_only);
   std::vector<Trial> trials = s.trials(r.run.id);
   REQUIRE(trials.size() == 45);
-  // Status, and a piece of the message that says why.
-  const std::map<int, std::pair<TrialStatus, std::string>> expected = {
-      {0, {TrialStatus::ok, ""}},
-      {1, {TrialStatus::crashed, "kernel failed"}},
-      {2, {TrialStatus::crashed, "kernel failed"}},
-      {3, {TrialStatus::timeout, "no result within"}},
-      {4, {TrialStatus::incorrect, "NaN"}},
-      {5, {TrialStatus::compile_error, "error"}},
-      {6, {TrialStatus::resource_rejected, "shared memory"}},
-      {7, {TrialStatus::crashed, "wrote into buffer 'X'"}},
-      {8, {TrialStatus::incorrect, "never written"}},
-      {9, {TrialStatus::incorrect, "max abs error"}},
-      {10, {TrialStatus::launch_error, ""}},
-      {11, {TrialStatus::crashed, "wrote 4 byte(s) past the end of buffer 'Y'"}},
-      {12, {TrialStatus::incorrect, "the first launch was right, launch"}},
-      {13, sanitized ? std::make_pair(TrialStatus::crashed,
-                                      std::string("compute-sanitizer memcheck: Invalid __global__ read"))
-                     : std::make_pair(TrialStatus::ok, std::string())},
-      {14, sanitized ? std::make_pair(TrialStatus::incorrect, std::string("compute-sanitizer racecheck"))
-                     : std::make_pair(TrialStatus::ok, std::string())}};
+  const std::map<int, std::pair<TrialStatus, std::string>> expected = faulty_statuses(sanitized);
   for (const Trial& tr : trials) {
     int mode = static_cast<int>(tr.config.at("MODE"));
     INFO(tr.config.canonical() << " -> " << to_string(tr.status) << ": " << tr.error);
@@ -521,3 +527,62 @@ TEST_CASE("8-bit float buffers: generated, checked and told apart from wrong res
     }
   }
 }
+
+#ifdef EVOTUNE_MPI_TESTS
+TEST_CASE("2 MPI ranks sharing this GPU: rank 1 evaluates every bad candidate as one process would, rank 0 re-times",
+          "[gpu][mpi]") {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("skipped: mpirun not found (scripts/bootstrap.sh --mpi installs openmpi-bin)");
+    return;
+  }
+  TempDir t;
+  const std::string db = (t.path / "mpi.db").string();
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string cmd = "mpirun --oversubscribe --bind-to none -np 2 '" + evotune_test::binary() + "' --db '" + db +
+                          "' run --kernel '" + faulty_spec() +
+                          "' --problem N=1000000 --strategy exhaustive --budget 45 --timeout 5 --samples 30 "
+                          "--sustain-ms 5 --retime-ms 20 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string log;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) log.append(buf, n);
+  const int st = pclose(p);
+  INFO(log);
+  REQUIRE(WIFEXITED(st));
+  REQUIRE(WEXITSTATUS(st) == 0);
+  CHECK(log.find(", over 2 MPI ranks, db ") != std::string::npos);
+
+  const bool sanitized = !locate_compute_sanitizer().empty();
+  const auto expected = faulty_statuses(sanitized);
+  Store s = Store::open(db, Store::Mode::read_only);
+  REQUIRE(s.runs().size() == 1);
+  CHECK(s.run(1)->status == "done");
+  const std::vector<Trial> trials = s.trials(1);
+  REQUIRE(trials.size() == 45);
+  for (const Trial& tr : trials) {
+    const int mode = static_cast<int>(tr.config.at("MODE"));
+    INFO(tr.config.canonical() << " -> " << to_string(tr.status) << ": " << tr.error);
+    CHECK(tr.status == expected.at(mode).first);
+    CHECK(tr.error.find(expected.at(mode).second) != std::string::npos);
+    if (tr.device >= 0) {  // measured by rank 1, on this host's first GPU
+      CHECK(tr.host == host_name());
+      CHECK(tr.device == 0);
+    }
+    if (tr.ok()) {
+      REQUIRE(tr.per_problem.size() == 1);
+      CHECK(tr.per_problem[0].p50_us > 0);
+      CHECK(tr.per_problem[0].err.max_abs == 0);
+    }
+  }
+  // Re-timed after the search on rank 0's own GPU (the same one).
+  const std::vector<Trial> elites = s.elites(1);
+  REQUIRE_FALSE(elites.empty());
+  for (const Trial& e : elites) {
+    if (sanitized) CHECK(e.config.at("MODE") == 0);  // 13 and 14 fail the gate
+    CHECK(e.final_us > 0);
+  }
+}
+#endif

@@ -114,6 +114,7 @@ Trial sample_trial(int block_m, TrialStatus st = TrialStatus::ok, double p50 = 1
   t.per_problem = {meas(0, p50), meas(1, p50 / 2)};
   t.fitness = st == TrialStatus::ok ? p50 * 0.75 : 0;
   t.device = 1;
+  t.host = "gpu-node-07";
   t.created_at = "2026-11-21T10:05:00Z";
   return t;
 }
@@ -154,6 +155,7 @@ void check_same_trial(const Trial& a, const Trial& b) {
   CHECK(a.res.stack_frame == b.res.stack_frame);
   CHECK(a.fitness == b.fitness);
   CHECK(a.device == b.device);
+  CHECK(a.host == b.host);
   CHECK(a.created_at == b.created_at);
   REQUIRE(a.per_problem.size() == b.per_problem.size());
   for (size_t i = 0; i < a.per_problem.size(); ++i) check_same_measurement(a.per_problem[i], b.per_problem[i]);
@@ -236,14 +238,14 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   const std::string path = dir.file("evotune.db");
   Store s = Store::open(path);
   CHECK(s.schema_version() == Store::latest_schema_version());
-  CHECK(Store::latest_schema_version() == 7);
+  CHECK(Store::latest_schema_version() == 8);
   CHECK(s.path() == path);
   CHECK(s.mode() == Store::Mode::read_write);
   CHECK(s.last_run_id() == 0);
   CHECK(s.runs().empty());
 
   sql::Db raw = sql::open(path, false, false);
-  CHECK(schema::user_version(raw.get()) == 7);
+  CHECK(schema::user_version(raw.get()) == 8);
   sql::Stmt jm(raw.get(), "PRAGMA journal_mode");
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
@@ -264,7 +266,7 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   std::string before = dump(path);
   {
     Store again = Store::open(path);
-    CHECK(again.schema_version() == 7);
+    CHECK(again.schema_version() == 8);
   }
   CHECK(dump(path) == before);
 }
@@ -725,9 +727,9 @@ TEST_CASE("open refuses paths a user must fix, saying why", "[store]") {
     }
     const std::string before = slurp(path);
     std::string msg = error_of([&] { Store::open(path); });
-    CHECK(contains(msg, "created by a newer evotune (schema 99 > 7)"));
+    CHECK(contains(msg, "created by a newer evotune (schema 99 > 8)"));
     msg = error_of([&] { Store::open(path, Store::Mode::read_only); });
-    CHECK(contains(msg, "schema 99 > 7"));
+    CHECK(contains(msg, "schema 99 > 8"));
     CHECK(slurp(path) == before);
   }
 
@@ -814,6 +816,7 @@ TEST_CASE("a version-1 database is read as it is and upgraded by a write open", 
     std::vector<Trial> ts = r.trials(run_id);
     REQUIRE(ts.size() == 2);
     CHECK(ts[0].device == -1);
+    CHECK(ts[0].host.empty());
     CHECK_FALSE(ts[0].cache_hit);
     CHECK(ts[0].per_problem.size() == 1);
     CHECK(r.elites(run_id).size() == 1);
@@ -840,6 +843,7 @@ TEST_CASE("a version-1 database is read as it is and upgraded by a write open", 
   CHECK(ts[0].res.registers == 96);
   CHECK(ts[0].per_problem[0].p50_us == 55.5);
   CHECK(ts[0].device == -1);
+  CHECK(ts[0].host.empty());
   CHECK(ts[1].id == t2);
   CHECK(ts[1].status == TrialStatus::compile_error);
   std::vector<Trial> el = s.elites(run_id);
@@ -1176,7 +1180,7 @@ TEST_CASE("a version-6 database's trial profiles are read as they are and kept b
     CHECK(got[0].baseline.empty());
   }
   Store s = Store::open(path);
-  CHECK(s.schema_version() == 7);
+  CHECK(s.schema_version() == Store::latest_schema_version());
   std::vector<TrialProfile> got = s.profiles(1);
   REQUIRE(got.size() == 1);
   CHECK(got[0].trial_id == 5);

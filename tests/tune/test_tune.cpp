@@ -3,13 +3,18 @@
 // simulated clock (tests/data/ holds datasets measured on an H200).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <future>
+#include <optional>
 
 #include "core/error.hpp"
 #include "tests/catch.hpp"
 #include "tests/paths.hpp"
 #include "tests/temp_dir.hpp"
+#include "tune/cluster.hpp"
 #include "tune/plan.hpp"
+#include "tune/remote.hpp"
 #include "tune/replay.hpp"
 #include "tune/search.hpp"
 #include "tune/window.hpp"
@@ -183,4 +188,74 @@ TEST_CASE("the window grows from a short start to keep the slower stage busy, an
   WindowSizer fixed(p, 1);
   fixed.observe(trial(1000, 10));
   CHECK(fixed.window() == 5);
+}
+
+TEST_CASE("a staged job travels to another rank whole: cubins byte for byte, a NaN error kept", "[tune][mpi]") {
+  Job job;
+  job.trial.config = Config::parse("BLOCK_M=64,STAGES=3");
+  job.trial.compile_ms = 812.5;
+  job.trial.res.registers = 128;
+  Measurement m;
+  m.err.max_abs = std::nan("");
+  job.trial.per_problem = {m};
+  job.request.cubins = {std::string("\x7f"
+                                    "ELF\0\xff\x01",
+                                    7),
+                        std::string(100000, '\0')};
+  LaunchPlan l;
+  l.cubin = 1;
+  l.entry = "gemm_kernel";
+  ArgPlan a;
+  a.kind = ArgPlan::Kind::buffer;
+  a.buffer = "A";
+  l.args = {a};
+  job.request.launches = {l, l};
+  job.request.abort_us = {0, 12.5};
+  job.request.sustained.warmup_ms = 200;
+
+  Message sent;
+  sent.header["op"] = "run";
+  put_job(sent, job);
+  const Message got_message = unpack(pack(sent));
+  CHECK(got_message.header.at("op") == "run");
+  const Job got = get_job(got_message);
+  CHECK(got.trial.config == job.trial.config);
+  CHECK(got.trial.compile_ms == 812.5);
+  CHECK(got.trial.res.registers == 128);
+  REQUIRE(got.trial.per_problem.size() == 1);
+  CHECK(std::isnan(got.trial.per_problem[0].err.max_abs));
+  CHECK(got.request.cubins == job.request.cubins);
+  REQUIRE(got.request.launches.size() == 2);
+  CHECK(got.request.launches[1].cubin == 1);
+  CHECK(got.request.launches[1].entry == "gemm_kernel");
+  REQUIRE(got.request.launches[1].args.size() == 1);
+  CHECK(got.request.launches[1].args[0].buffer == "A");
+  CHECK(got.request.abort_us == job.request.abort_us);
+  CHECK(got.request.sustained.warmup_ms == 200);
+  CHECK_THROWS_AS(unpack(pack(sent).substr(0, 20)), EngineError);
+}
+
+TEST_CASE("the launcher's environment says how many ranks a process was started as one of", "[tune][mpi]") {
+  const char* vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"};
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const char* v : vars) {
+    const char* was = std::getenv(v);
+    saved.emplace_back(v, was ? std::optional<std::string>(was) : std::nullopt);
+    unsetenv(v);
+  }
+  CHECK(launched_ranks() == 0);
+  setenv("SLURM_NTASKS", "4", 1);
+  CHECK(launched_ranks() == 0);  // a Slurm job, not an MPI launch
+  setenv("PMIX_RANK", "0", 1);
+  CHECK(launched_ranks() == 4);  // srun --mpi=pmix
+  setenv("PMI_SIZE", "2", 1);
+  CHECK(launched_ranks() == 2);  // srun --mpi=pmi2
+  setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  CHECK(launched_ranks() == 3);  // mpirun
+  for (const auto& [name, value] : saved) {
+    if (value)
+      setenv(name.c_str(), value->c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
 }
