@@ -56,6 +56,19 @@ struct TempCache {
   }
 };
 
+// One config of a template compiled as the tuner compiles it.
+CompileResult compile_config(const KernelSpec& spec, const Config& c, const Problem& p, const DeviceTraits& dev,
+                             const std::string& arch) {
+  CompileRequest r;
+  r.source_name = spec.source_name;
+  r.source = spec.source_text;
+  r.entry = spec.entry;
+  r.arch = arch;
+  r.headers = spec.headers;
+  r.defines = spec.compile_defines(c, p, dev);
+  return compile(r);
+}
+
 }  // namespace
 
 TEST_CASE("NVRTC compiles to a cubin for the named architecture and reports resources", "[compile]") {
@@ -189,14 +202,7 @@ TEST_CASE("a sample of every template's configs compiles for sm_80 and sm_90a", 
         std::mt19937_64 rng(cc * 7 + static_cast<int>(dt));
         for (int i = 0; i < samples; ++i) pick.push_back((*valid)[rng() % valid->size()]);
         for (const Config& c : pick) {
-          CompileRequest r;
-          r.source_name = spec.source_name;
-          r.source = spec.source_text;
-          r.entry = spec.entry;
-          r.arch = arch;
-          r.headers = spec.headers;
-          r.defines = spec.compile_defines(c, p, dev);
-          CompileResult res = compile(r);
+          CompileResult res = compile_config(spec, c, p, dev, arch);
           INFO(name << " " << arch << " " << to_string(dt) << " " << c.canonical() << "\n" << res.log);
           CHECK(res.ok);
           if (c == spec.default_config()) CHECK(res.res.spill_bytes() == 0);
@@ -296,14 +302,7 @@ TEST_CASE("sdpa_fwd_sm90's SASS: both GEMMs in HGMMA, P·V with P from registers
   Config c = spec.default_config();
   SearchSpace space(spec, {p}, dev);
   REQUIRE(space.valid(c));
-  CompileRequest r;
-  r.source_name = spec.source_name;
-  r.source = spec.source_text;
-  r.entry = spec.entry;
-  r.arch = arch_for(90, spec.arch_specific);
-  r.headers = spec.headers;
-  r.defines = spec.compile_defines(c, p, dev);
-  CompileResult res = compile(r);
+  CompileResult res = compile_config(spec, c, p, dev, arch_for(90, spec.arch_specific));
   INFO(res.log);
   REQUIRE(res.ok);
   CHECK(res.res.spill_bytes() == 0);
@@ -330,14 +329,7 @@ TEST_CASE("gemm_sm90's SASS: HGMMA, TMA loads, and no GPU-wide fence before a cl
   c.values["PRODUCER"] = 1;
   SearchSpace space(spec, {p}, dev);
   REQUIRE(space.valid(c));
-  CompileRequest r;
-  r.source_name = spec.source_name;
-  r.source = spec.source_text;
-  r.entry = spec.entry;
-  r.arch = arch_for(90, spec.arch_specific);
-  r.headers = spec.headers;
-  r.defines = spec.compile_defines(c, p, dev);
-  CompileResult res = compile(r);
+  CompileResult res = compile_config(spec, c, p, dev, arch_for(90, spec.arch_specific));
   INFO(res.log);
   REQUIRE(res.ok);
   const std::string sass = sass_of(res.cubin, cache.dir);
@@ -424,14 +416,7 @@ TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch 
 
   // The packing phase costs the consumers no registers: the default tile
   // (two consumer warpgroups at 168 registers) still compiles without spills.
-  CompileRequest r;
-  r.source_name = spec.source_name;
-  r.source = spec.source_text;
-  r.entry = spec.entry;
-  r.arch = arch_for(90, spec.arch_specific);
-  r.headers = spec.headers;
-  r.defines = spec.compile_defines(c, odd, dev);
-  CompileResult res = compile(r);
+  CompileResult res = compile_config(spec, c, odd, dev, arch_for(90, spec.arch_specific));
   INFO(res.log);
   REQUIRE(res.ok);
   CHECK(res.res.spill_bytes() == 0);
