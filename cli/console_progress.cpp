@@ -168,6 +168,11 @@ void ConsoleProgress::finished(const TunePlan& plan, const RunSummary& s) {
         "cache hits), %.1f trials/min\n",
         100 * r.gpu_busy, s.stats.verify_s, s.stats.bench_s, 100 * r.compile_busy, s.stats.compile_busy_s,
         plan.compile_threads, s.stats.cache_hits, s.stats.wall_s > 0 ? s.spent / (s.stats.wall_s / 60) : 0.0);
+  if (s.gpu_time && r.search_s > 0 && r.search_trials > 0 && r.after_search_s >= 0.1)
+    out_ << strfmt("search: %d trials in %.1f s, %.1f trials/min, GPU busy %.0f%% (the elites' checks and re-timing "
+                   "after it: %.1f s)\n",
+                   r.search_trials, r.search_s, r.search_trials / (r.search_s / 60), 100 * r.search_gpu_busy,
+                   r.after_search_s);
   if (r.interrupted) out_ << "resume with: evotune run --resume " << r.run.id << " --db " << o.db_path << "\n";
   if (r.elites.empty() || o.compile_only) return;
   out_ << "\nelite population (top " << o.elites << "):\n";

@@ -67,6 +67,12 @@ struct TuneResult {
   RunInfo run;
   double gpu_busy = 0;      // fraction of wall time × GPUs spent verifying and timing
   double compile_busy = 0;  // fraction of wall time × compile slots spent compiling
+  // This session's search alone (its set-up included, the elites' checks and
+  // re-timing after it not): what more GPUs or ranks speed up.
+  int search_trials = 0;
+  double search_s = 0;
+  double search_gpu_busy = 0;  // fraction of search_s × GPUs
+  double after_search_s = 0;   // the elites' checks and re-timing
   std::vector<Trial> elites;
   std::optional<Trial> default_trial;
   std::vector<int> status_counts;         // by TrialStatus

@@ -233,6 +233,7 @@ void RemoteEvaluator::receive(const Envelope& e, Wakeup& wake) {
           ? std::make_exception_ptr(EngineError(strfmt("rank %d (%s): %s", e.from, rank_of(e.from).host.c_str(),
                                                        h.value("error", std::string()).c_str())))
           : nullptr;
+  if (failure && !h.contains("id")) std::rethrow_exception(failure);  // the rank itself failed
   const uint64_t id = h.value("id", uint64_t{0});
   if (auto staging = stagings_.extract(id)) {
     --ranks_.at(static_cast<size_t>(e.from - 1)).staging;
@@ -263,6 +264,12 @@ RanksStop::~RanksStop() {
 
 namespace {
 
+// Waits for rank 0 to say stop (after this rank could not set up).
+void await_stop(Cluster& cluster) {
+  while (op_of(cluster.receive().message) != "stop") {
+  }
+}
+
 // A rank's serving: requests in, results out as they finish.
 class RankServer {
  public:
@@ -276,7 +283,12 @@ class RankServer {
         if (op_of(e->message) == "stop") return;
         take(e->message);
         progressed = true;
+        if (failed_) break;
       }
+      // The GPUs are set up once the first configs compile, so that both
+      // overlap (as in one process); a set-up that fails ends the run.
+      if (progressed && !started_) start();
+      if (failed_) return await_stop(cluster_);
       progressed = reply() || progressed;
       if (!progressed) {
         // A simulated evaluator's events complete as it waits; others' as their tasks end.
@@ -295,6 +307,7 @@ class RankServer {
     if (op == "stage") {
       stagings_.emplace_back(id, ev_.stage(m.header.at("config").get<Config>(), wake_));
     } else if (op == "run") {
+      if (!started_ && !start()) return;  // serve() waits for the stop
       if (exit_at_ > 0 && ++runs_taken_ == exit_at_) ::kill(::getpid(), SIGKILL);
       Limits limits;
       limits.abort_us = m.header.at("abort_us").get<std::vector<double>>();
@@ -302,6 +315,19 @@ class RankServer {
       runs_.emplace_back(id, ev_.run(get_job(m), m.header.at("slot").get<int>(), limits, wake_));
     } else {
       throw EngineError("rank 0 sent '" + op + "'");
+    }
+  }
+
+  // Sets the GPUs up; on failure tells rank 0 why and waits for its stop.
+  bool start() {
+    started_ = true;
+    try {
+      ev_.start();
+      return true;
+    } catch (const std::exception& e) {
+      cluster_.send(0, message({{"op", "error"}, {"error", std::string("setting up its GPUs: ") + e.what()}}));
+      failed_ = true;
+      return false;
     }
   }
 
@@ -348,13 +374,9 @@ class RankServer {
   std::vector<std::pair<uint64_t, std::future<Trial>>> runs_;
   int exit_at_ = 0;
   int runs_taken_ = 0;
+  bool started_ = false;
+  bool failed_ = false;  // the set-up failed: rank 0 was told, its stop is all that is left
 };
-
-// Waits for rank 0 to say stop (after this rank could not set up).
-void await_stop(Cluster& cluster) {
-  while (op_of(cluster.receive().message) != "stop") {
-  }
-}
 
 }  // namespace
 
@@ -379,8 +401,7 @@ void serve_rank(Cluster& cluster, TuneOptions o) {
   std::unique_ptr<Evaluator> ev;
   try {
     plan = std::make_unique<TunePlan>(resolve_plan(o));
-    ev = local_evaluator(*plan, std::max(0, replay_slots));
-    ev->start();
+    ev = local_evaluator(*plan, std::max(0, replay_slots));  // its GPUs set up once configs compile
   } catch (const std::exception& e) {
     cluster.send(0, message({{"op", "failed"}, {"host", host_name()}, {"error", e.what()}}));
     await_stop(cluster);

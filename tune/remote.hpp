@@ -11,10 +11,12 @@
 // ReplayEvaluator, whose simulated clock orders the results: the trials for
 // a seed are those of one process simulating as many GPUs.
 //
-// serve_rank is every other rank's side: it sets up what rank 0's plan
-// says, reports its host and GPU (rank 0 refuses a job whose GPUs differ:
-// a run tunes for one GPU model), then evaluates what rank 0 sends until
-// rank 0 says stop.
+// serve_rank is every other rank's side: it opens what rank 0's plan says
+// and reports its host and GPU (rank 0 refuses a job whose GPUs differ: a
+// run tunes for one GPU model), then evaluates what rank 0 sends until rank
+// 0 says stop. Its GPUs are set up once the first configs are compiling, so
+// that both overlap, as in one process; a set-up that fails is reported to
+// rank 0, which ends the run with the rank's error.
 #pragma once
 
 #include <chrono>

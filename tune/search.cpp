@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 namespace evotune {
 
 namespace {
@@ -99,6 +101,10 @@ bool SearchLoop::record_finished() {
     it = entries_.erase(it);
     progressed = true;
   }
+  if (progressed && spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("recorded {} trials: window {}, in flight {} (compiling {}, compiled and waiting {}, on GPUs {})",
+                  recorder_.spent(), window_.window(), entries_.size(), staging(), waiting().size(),
+                  std::count(slot_busy_.begin(), slot_busy_.end(), true));
   return progressed;
 }
 
@@ -143,6 +149,7 @@ void SearchLoop::drop_surplus() {
   for (size_t i = 1; i < score.size(); ++i)
     if (score[i] >= score[worst]) worst = i;  // the latest among equals
   Entry& e = entries_[w[worst]];
+  spdlog::debug("dropped a compiled config the search ranks worst of {} waiting: {}", w.size(), e.config.canonical());
   strategy_.withdraw(e.config);
   --proposed_;
   entries_.erase(entries_.begin() + static_cast<long>(w[worst]));

@@ -67,11 +67,16 @@ class Session {
     const int uncaught = std::uncaught_exceptions();
     try {
       const SearchOutcome outcome = search();
+      const SearchPhase phase = search_phase();
       if (!outcome.interrupted) {
         sanitize();
         retime();
       }
       TuneResult r = close(outcome);
+      r.search_trials = phase.trials;
+      r.search_s = phase.seconds;
+      r.search_gpu_busy = phase.gpu_busy;
+      r.after_search_s = std::max(0.0, evaluator_->elapsed() - phase.seconds);
       if (!outcome.interrupted) r.baselines = baselines();
       summarize(r);
       return r;
@@ -107,6 +112,19 @@ class Session {
       gate_.emplace(plan_.sanitize.path, plan_.exe, gpu_->setup(), sanitizer_problems(), plan_.spec.gates.sanitize);
       if (plan_.sanitize.mode == "all") gpu_->sanitize_every_trial(&*gate_);
     });
+  }
+
+  struct SearchPhase {
+    int trials = 0;
+    double seconds = 0, gpu_busy = 0;
+  };
+  SearchPhase search_phase() const {
+    SearchPhase p;
+    p.trials = recorder_->spent() - plan_.spent();
+    p.seconds = evaluator_->elapsed();
+    const double capacity = p.seconds * evaluator_->gpus();
+    p.gpu_busy = capacity > 0 ? std::min(1.0, evaluator_->gpu_busy_s() / capacity) : 0;
+    return p;
   }
 
   void sanitize() {
