@@ -104,12 +104,16 @@
 //   PACK         operands with rows not 16-byte aligned: 0 copied by the
 //                producer threads each k-tile, 1 packed once per launch into
 //                padded scratch copies and loaded by TMA.
+//   SKINNY       0, or the CUDA-core path for a few rows (below) in place of
+//                everything above, as columns per lane x 100 + warps per CTA
+//                (208: two columns per lane, 8 warps).
 //   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
 //                dirty lines other kernels left in L2.
 //
-// Launch (spec.toml): 1-D grid of whole clusters, block = 128*CONSUMER_WG +
+// Launch (spec.toml): SKINNY > 0, a grid of cdiv(N, 32 * columns per lane) x
+// cdiv(M, 16) CTAs of 32 * warps threads; otherwise a 1-D grid of whole clusters, block = 128*CONSUMER_WG +
 // (PRODUCER ? 128 : EPILOGUE >= 4 ? 64 : 32), dynamic shared memory = 1024 (alignment slack) +
 // STAGES * stage bytes + epilogue staging + 256 (barriers).
 //
@@ -167,6 +171,9 @@
 #endif
 #ifndef PACK
 #define PACK 0
+#endif
+#ifndef SKINNY
+#define SKINNY 0
 #endif
 
 namespace evotune_gemm_sm90 {
@@ -1299,9 +1306,118 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
   tl_mark(15);
 }
 
+// ---------------------------------------------------------------------------
+// SKINNY > 0: C = A·B for a few rows of A (decode-sized M), on CUDA cores.
+// Such a GEMM only streams B: 16 rows give 16 FMAs per element of B read
+// once, far below what makes tensor cores pay, and B's rows may have any
+// alignment (a vocabulary-sized N). A CTA owns 16 rows (blockIdx.y) and
+// 32 * kSkCols columns (blockIdx.x; lane l takes columns l, l + 32, ...:
+// each load instruction reads 64 contiguous bytes of a row, whatever its
+// alignment). K runs in chunks of 16 * kSkWarps rows: the chunk's A rows are
+// staged in shared memory as fp32 (k contiguous: one 16-byte broadcast read
+// gives four k of a row), and warp w takes the chunk's rows 16w..16w+15 of
+// B. The next chunk's loads of B are in flight while this one's FMAs run
+// (two register sets). The warps' partial sums meet in shared memory (fp32
+// atomics), and the CTA writes its 16 x 32*kSkCols piece of C. Correct for
+// any M (more rows: more CTAs along y).
+
+constexpr int kSkCols = SKINNY > 0 ? SKINNY / 100 : 1;
+constexpr int kSkWarps = SKINNY > 0 ? SKINNY % 100 : 8;
+constexpr int kSkChunk = 16 * kSkWarps;  // k-rows staged per pass
+constexpr int kSkTile = 32 * kSkCols;    // columns per CTA
+constexpr int kSkSmemBytes = 16 * kSkChunk * 4 + 16 * kSkTile * 4;
+
+__device__ __forceinline__ float sk_bits_to_float(unsigned short b) {
+#if defined(EVOTUNE_DTYPE_BF16)
+  return __uint_as_float((unsigned)b << 16);
+#else
+  return __half2float(__ushort_as_half(b));
+#endif
+}
+
+// This warp's 16 rows of B in a chunk (zeros past K and N), every load issued at once.
+__device__ __forceinline__ void sk_load_b(unsigned short (&b)[16][kSkCols], const unsigned short* __restrict__ Bb,
+                                          int k0, int n0, int lane, int N, int K) {
+#pragma unroll
+  for (int r = 0; r < 16; ++r)
+#pragma unroll
+    for (int c = 0; c < kSkCols; ++c) {
+      const int n = n0 + lane + 32 * c;
+      b[r][c] = (k0 + r < K && n < N) ? __ldcs(Bb + (size_t)(k0 + r) * N + n) : (unsigned short)0;
+    }
+}
+
+__device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
+                                            evotune_elem_t* __restrict__ C, int M, int N, int K,
+                                            unsigned char* smem_raw) {
+  float* as = reinterpret_cast<float*>(smem_raw);  // [16][kSkChunk]: A's rows m0.., this chunk's k
+  float* red = as + 16 * kSkChunk;                 // [16][kSkTile]: the warps' sums
+  const unsigned short* Bb = reinterpret_cast<const unsigned short*>(B);
+  const unsigned short* Ab = reinterpret_cast<const unsigned short*>(A);
+  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  const int n0 = (int)blockIdx.x * kSkTile, m0 = (int)blockIdx.y * 16;
+  const int rows = min(16, M - m0);
+  if (threadIdx.x == 0) {  // the spec's smem expression must cover this layout
+    unsigned dyn;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(dyn));
+    if (dyn < (unsigned)kSkSmemBytes) __trap();
+  }
+  for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += 32 * kSkWarps) red[i] = 0.f;
+  float acc[16][kSkCols];
+#pragma unroll
+  for (int m = 0; m < 16; ++m)
+#pragma unroll
+    for (int c = 0; c < kSkCols; ++c) acc[m][c] = 0.f;
+  unsigned short b[16][kSkCols];
+  sk_load_b(b, Bb, 16 * warp, n0, lane, N, K);
+  for (int kc = 0; kc < K; kc += kSkChunk) {
+    __syncthreads();  // the previous chunk's A is read by every warp
+    for (int i = (int)threadIdx.x; i < 16 * kSkChunk; i += 32 * kSkWarps) {
+      const int m = i / kSkChunk, k = i % kSkChunk;
+      as[i] = (m < rows && kc + k < K) ? sk_bits_to_float(Ab[(size_t)(m0 + m) * K + kc + k]) : 0.f;
+    }
+    __syncthreads();
+    unsigned short next[16][kSkCols];  // the next chunk's rows, loading under this chunk's FMAs
+    sk_load_b(next, Bb, kc + kSkChunk + 16 * warp, n0, lane, N, K);
+#pragma unroll
+    for (int r4 = 0; r4 < 16; r4 += 4) {
+      float bf[4][kSkCols];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < kSkCols; ++c) bf[r][c] = sk_bits_to_float(b[r4 + r][c]);
+#pragma unroll
+      for (int m = 0; m < 16; ++m) {
+        if (m < rows) {  // uniform: a few rows cost a few rows' FMAs
+          const float4 a = *reinterpret_cast<const float4*>(as + m * kSkChunk + 16 * warp + r4);
+#pragma unroll
+          for (int c = 0; c < kSkCols; ++c)
+            acc[m][c] = fmaf(a.x, bf[0][c], fmaf(a.y, bf[1][c], fmaf(a.z, bf[2][c], fmaf(a.w, bf[3][c], acc[m][c]))));
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 16; ++r)
+#pragma unroll
+      for (int c = 0; c < kSkCols; ++c) b[r][c] = next[r][c];
+  }
+#pragma unroll
+  for (int m = 0; m < 16; ++m)
+    if (m < rows)
+#pragma unroll
+      for (int c = 0; c < kSkCols; ++c) atomicAdd(red + m * kSkTile + lane + 32 * c, acc[m][c]);
+  __syncthreads();
+  for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += 32 * kSkWarps) {
+    const int m = i / kSkTile, j = i % kSkTile;
+    if (m < rows && n0 + j < N) C[(size_t)(m0 + m) * N + n0 + j] = evotune_ptx::from_float(red[i]);
+  }
+}
+
+constexpr int kLaunchThreads = SKINNY > 0 ? 32 * kSkWarps : kThreads;
+
 }  // namespace evotune_gemm_sm90
 
-extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
+extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 1)
     gemm_sm90(const __grid_constant__ EvotuneTmap tm_a, const __grid_constant__ EvotuneTmap tm_b,
               const __grid_constant__ EvotuneTmap tm_c,
               const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
@@ -1312,6 +1428,11 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
 #if EVOTUNE_SM90A
   using namespace evotune_gemm_sm90;
   using namespace evotune_sm90;
+  extern __shared__ __align__(128) unsigned char gemm_smem[];
+  if constexpr (SKINNY > 0) {
+    skinny_gemm(A, B, C, M, N, K, gemm_smem);
+    return;
+  }
   // PACK=1: a misaligned operand is copied into its padded scratch buffer
   // first, and loaded by TMA from there (packing, above).
   if constexpr (PACK == 1) {
@@ -1319,7 +1440,6 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kThreads, 1)
       pack_operands(pack_matrix(A, a_packed, M, K, pack_a != 0), pack_matrix(B, b_packed, K, N, pack_b != 0),
                     pack_sync);
   }
-  extern __shared__ __align__(128) unsigned char gemm_smem[];
   // 128-byte swizzle atoms must sit on 1024-byte boundaries (descriptor base
   // offset 0, TMA pattern = wgmma pattern); the spec adds 1024 bytes of slack.
   const unsigned raw = smem_u32(gemm_smem);

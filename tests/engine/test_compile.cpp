@@ -368,6 +368,52 @@ TEST_CASE("an entry point the source does not define is a compile error that say
   CHECK(res.log.rfind("error: entry point 'absent' not found in the compiled code", 0) == 0);
 }
 
+TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane blocks, for M <= 16 only",
+          "[compile][plan]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("gemm_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Config c = spec.default_config();
+  c.values["SKINNY"] = 208;  // 2 columns per lane, 8 warps
+  c.values["SWIZZLE"] = 1;
+
+  // Decode-sized rows against a vocabulary-sized odd N.
+  Problem p = spec.parse_problem("M=16,N=50257,K=4096", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {p}, dev).valid(c));
+  LaunchPlan l = Planner(spec, dev).launch(c, p, 0);
+  CHECK(l.dims.grid == std::array<int64_t, 3>{(50257 + 63) / 64, 1, 1});
+  CHECK(l.dims.block == std::array<int64_t, 3>{256, 1, 1});
+  CHECK(l.dims.cluster == std::array<int64_t, 3>{1, 1, 1});
+  CHECK(l.dims.smem == 16 * 16 * 8 * 4 + 16 * 64 * 4);
+  // A check shape with more rows: more CTAs along y, one per 16 rows.
+  LaunchPlan tall = Planner(spec, dev).launch(c, spec.parse_problem("M=1000,N=777,K=520", Dtype::bf16), 0);
+  CHECK(tall.dims.grid == std::array<int64_t, 3>{(777 + 63) / 64, (1000 + 15) / 16, 1});
+
+  // Not for more rows, and only with the tile parameters at their one value.
+  CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=17,N=4096,K=4096", Dtype::bf16)}, dev).valid(c));
+  Config other = c;
+  other.values["STAGES"] = 3;
+  CHECK_FALSE(SearchSpace(spec, {p}, dev).valid(other));
+  // The search still finds the valid configs of such a problem (the space is
+  // enumerated: one parameter, not three, multiplies its size).
+  SearchSpace space(spec, {p}, dev);
+  const std::vector<Config>* all = space.enumerate_valid();
+  REQUIRE(all);
+  CHECK(std::count_if(all->begin(), all->end(), [](const Config& x) { return x.values.at("SKINNY") > 0; }) == 8);
+
+  // Every value within the registers, the largest CTAs included.
+  for (int64_t v : spec.find_param("SKINNY")->values) {
+    if (v == 0) continue;
+    Config sk = c;
+    sk.values["SKINNY"] = v;
+    CompileResult res = compile_config(spec, sk, p, dev, arch_for(90, spec.arch_specific));
+    INFO(sk.canonical() << "\n" << res.log);
+    REQUIRE(res.ok);
+    CHECK(res.res.spill_bytes() == 0);
+    CHECK(res.res.stack_frame == 0);
+  }
+}
+
 TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch copies that TMA reads",
           "[compile][plan]") {
   TempCache cache;

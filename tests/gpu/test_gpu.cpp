@@ -272,6 +272,7 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"gemm_sm90", {"M=1,N=4097,K=63"}, "fp16"},
       {"gemm_sm90", {"M=333,N=1,K=1"}, "bf16"},
       {"gemm_sm90", {"M=16,N=5003,K=1032"}, "bf16"},  // decode-sized rows, a vocabulary-like odd N
+      {"gemm_sm90", {"M=5,N=3001,K=777"}, "fp16"},    // a few rows, not 16 (SKINNY)
       // Grouped heads with a longer cache, causal; decode against a long cache; head dim 256.
       {"sdpa_fwd_sm90", {"B=4,H=16,HKV=4,S=333,SKV=517,D=128,CAUSAL=1"}, "bf16"},
       {"sdpa_fwd_sm90", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "fp16"},
@@ -338,6 +339,9 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"PACK", 1}, {"SCHEDULE", 1}},
                                                 {{"PACK", 1}, {"EPILOGUE", 4}},
                                                 {{"PACK", 1}, {"L2_HINT", 3}},
+                                                {{"SKINNY", 104}},
+                                                {{"SKINNY", 216}},
+                                                {{"SKINNY", 408}},
                                                 {{"L2_HINT", 2}},
                                                 {{"L2_HINT", 3}},
                                                 {{"EPILOGUE", 2}},
