@@ -12,6 +12,7 @@ sdpa_fwd elsewhere; --sdpa-kernel picks one).
     bench/side_by_side.py --evotune build/evotune --db bench.db --anchors --only sdpa --tune-budget 64 --json sbs.json
     bench/side_by_side.py --evotune build/evotune --db bench.db --gemm 4096,4096,4096 --kernel gemm_sm90
     bench/side_by_side.py --evotune build/evotune --db bench.db --odd --tune-budget 96
+    bench/side_by_side.py --evotune build/evotune --db bench.db --gemm 16,50257,4096,T --tune-budget 64   # x @ W.T
     bench/side_by_side.py --sdpa B=1,H=32,HKV=8,S=16,SKV=8192,D=128 --sdpa 2,8,2048,64 --tune-budget 64
 
 Attention problems are the templates' own: Q and O [B,H,S,D], K and V
@@ -93,6 +94,9 @@ ANCHOR_SDPA = [("fp16", s) for s in [(1, 8, 512, 64), (2, 8, 512, 64), (2, 8, 20
 # Shapes vendors tune least (--odd, bf16): row strides that are not a multiple
 # of 16 bytes (odd K or N), vocabulary-sized N, decode batches of 1-16 rows,
 # and short K.
+# The same as x @ W.T sees them (torch.nn.Linear's weight is N x K): B stored
+# transposed, its rows of K aligned where K is (the vocabulary projections).
+ODD_GEMM_WT = [(16, 50257, 4096), (2048, 32001, 4096), (128, 128256, 4096), (1, 4096, 4096), (777, 1333, 2049)]
 ODD_GEMM = [(777, 1333, 2049), (4095, 4097, 64), (8, 8192, 8192), (8192, 8192, 128), (16, 50257, 4096),
             (2048, 32001, 4096), (128, 128256, 4096), (1, 4096, 4096), (4096, 4096, 4095), (2049, 2049, 2049),
             (3000, 1000, 777), (512, 11008, 4095)]
@@ -200,10 +204,13 @@ def evotune(args, *cmd):
     return r.stdout
 
 
+ZERO_DEFAULTS = {"CAUSAL", "HKV", "SKV", "TB"}  # dimensions whose default is 0 (attention; GEMM's TB)
+
+
 def same_problem(a, b):
     """Two problem texts name the same problem (dimensions left at 0, their default, count as absent)."""
     def norm(t):
-        return {k: v for k, v in (part.split("=") for part in t.split(",")) if not (k in ATTN_DEFAULTS and v == "0")}
+        return {k: v for k, v in (part.split("=") for part in t.split(",")) if not (k in ZERO_DEFAULTS and v == "0")}
     try:
         return norm(a) == norm(b)
     except ValueError:  # several problems in one run
@@ -316,24 +323,40 @@ def summarize(names, ev, kt, lead, first, flops, calls, threshold):
     return out
 
 
-def gemm_case(args, timer, M, N, K, dtype):
-    run, doc = winner(args, args.kernel, f"M={M},N={N},K={K}", dtype)
+def gemm_text(M, N, K, TB):
+    return f"M={M},N={N},K={K}" + (",TB=1" if TB else "")
+
+
+def gemm_case(args, timer, M, N, K, TB, dtype):
+    """TB=1: B is stored transposed (N x K), as a weight W of x @ W.T; cuBLAS gets W.t(), as torch.matmul does."""
+    run, doc = winner(args, args.kernel, gemm_text(M, N, K, TB), dtype)
     p = doc["problems"][0]
     t = make_tensors(p, {})
-    A, B, C = t["A"].view(M, K), t["B"].view(K, N), t["C"].view(M, N)
+    A, C = t["A"].view(M, K), t["C"].view(M, N)
+    B = t["B"].view(N, K).t() if TB else t["B"].view(K, N)  # the K x N operand either way
     ours = TunedKernel(doc, p, t)
     ours()
     torch.cuda.synchronize()
     ref = A.float() @ B.float()
     err = ((C.float() - ref).norm() / ref.norm()).item()
     fl = 2 * M * N * K
-    row = {"op": "gemm", "shape": [M, N, K], "dtype": dtype, "kernel": args.kernel, "run": run,
+    row = {"op": "gemm", "shape": [M, N, K], "tb": TB, "dtype": dtype, "kernel": args.kernel, "run": run,
            "config": doc["config"], "rel_err": err, "flops": fl, "skipped": {}}
     row.update(measure(args, timer, ["ours", "cublas"], [ours, lambda: A @ B], fl))
     return row
 
 
 ATTN_DEFAULTS = {"CAUSAL": 0, "HKV": 0, "SKV": 0}
+
+
+def gemm_shape(text):
+    """'M,N,K' or 'M,N,K,T' (T: B stored transposed, x @ W.T) -> (M, N, K, TB)."""
+    parts = text.split(",")
+    if len(parts) == 4 and parts[3] in ("T", "1"):
+        return tuple(map(int, parts[:3])) + (1,)
+    if len(parts) != 3:
+        raise SystemExit(f"--gemm {text}: expected M,N,K or M,N,K,T")
+    return tuple(map(int, parts)) + (0,)
 
 
 def attn_problem(text):
@@ -428,7 +451,7 @@ def pct(x):
 def label(r):
     s = r["shape"]
     if r["op"] == "gemm":
-        return f"{s[0]}x{s[1]}x{s[2]} {r['dtype']}"
+        return f"{s[0]}x{s[1]}x{s[2]}{' W.T' if r.get('tb') else ''} {r['dtype']}"
     return f"{r['dtype']} {r.get('problem', ','.join(map(str, s)))}"
 
 
@@ -506,7 +529,8 @@ def main():
     ap.add_argument("--evotune", default="build/evotune")
     ap.add_argument("--db", default="evotune.db")
     ap.add_argument("--kernel", default="gemm_sm90", help="GEMM template to compare (gemm or gemm_sm90)")
-    ap.add_argument("--gemm", action="append", default=[], help="M,N,K (repeatable)")
+    ap.add_argument("--gemm", action="append", default=[],
+                    help="M,N,K, or M,N,K,T with B stored transposed (x @ W.T) (repeatable)")
     ap.add_argument("--sdpa", action="append", default=[],
                     help="B,H,S,D or B=..,H=..,S=..,D=..[,CAUSAL=1][,HKV=..][,SKV=..] (repeatable)")
     ap.add_argument("--sdpa-kernel", default="auto",
@@ -515,7 +539,8 @@ def main():
     ap.add_argument("--anchors", action="store_true", help="every shape of ANCHORS.md (GEMM bf16, attention fp16/bf16)")
     ap.add_argument("--only", choices=["gemm", "sdpa"], help="with --anchors: one kind")
     ap.add_argument("--odd", action="store_true",
-                    help="the odd and skinny GEMM shapes (bf16): misaligned rows, vocabulary-sized N, decode batches")
+                    help="the odd and skinny GEMM shapes (bf16): misaligned rows, vocabulary-sized N, decode batches; "
+                         "then five of them as x @ W.T (B stored transposed)")
     ap.add_argument("--tune-budget", type=int, default=0, help="tune shapes that have no run yet, with this budget")
     ap.add_argument("--tune-only", action="store_true", help="tune the shapes that have no run yet, then stop")
     ap.add_argument("--rep", type=int, default=200,
@@ -527,23 +552,23 @@ def main():
     ap.add_argument("--json", help="write the document here (rewritten after every row)")
     args = ap.parse_args()
     torch.zeros(1, device="cuda")  # PyTorch's context is current: cubins load into it
-    gemms = [tuple(map(int, s.split(","))) for s in args.gemm]
+    gemms = [gemm_shape(s) for s in args.gemm]
     if args.sdpa_kernel == "auto":
         args.sdpa_kernel = "sdpa_fwd_sm90" if torch.cuda.get_device_capability() == (9, 0) else "sdpa_fwd"
     sdpas = [(args.dtype, attn_problem(s)) for s in args.sdpa]
     gemm_dtype = "bf16" if args.anchors or args.odd else args.dtype
     if args.odd:
-        gemms += ODD_GEMM
+        gemms += [(M, N, K, 0) for M, N, K in ODD_GEMM] + [(M, N, K, 1) for M, N, K in ODD_GEMM_WT]
     if args.anchors:
-        gemms += ANCHOR_GEMM if args.only in (None, "gemm") else []
+        gemms += [(M, N, K, 0) for M, N, K in ANCHOR_GEMM] if args.only in (None, "gemm") else []
         if args.only in (None, "sdpa"):
             plain = [(d, attn_problem(",".join(map(str, shape)))) for d, shape in ANCHOR_SDPA]
             sdpas += plain + [(d, {**p, "CAUSAL": 1}) for d, p in plain]
             if args.sdpa_kernel != "sdpa_fwd":
                 sdpas += [(d, attn_problem(t)) for d, t in ANCHOR_SDPA_EXTRA]
     if args.tune_only:
-        for (M, N, K) in gemms:
-            print(f"gemm {M}x{N}x{K} {gemm_dtype}: run {winner(args, args.kernel, f'M={M},N={N},K={K}', gemm_dtype)[0]}")
+        for (M, N, K, TB) in gemms:
+            print(f"gemm {gemm_text(M, N, K, TB)} {gemm_dtype}: run {winner(args, args.kernel, gemm_text(M, N, K, TB), gemm_dtype)[0]}")
         for dtype, p in sdpas:
             text = attn_text(p, args.sdpa_kernel)
             print(f"sdpa {dtype} {text}: run {winner(args, args.sdpa_kernel, text, dtype)[0]}")
@@ -551,7 +576,7 @@ def main():
     timer = KernelTimer()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}; "
           f"flush {timer.flush_us:.1f} us", flush=True)
-    cases = [("gemm", (M, N, K), gemm_dtype) for (M, N, K) in gemms] + [("sdpa", s, d) for d, s in sdpas]
+    cases = [("gemm", shape, gemm_dtype) for shape in gemms] + [("sdpa", s, d) for d, s in sdpas]
     rows = []
     for n, (op, shape, dtype) in enumerate(cases):
         if n == 0 or cases[n - 1][0] != op:
@@ -559,8 +584,10 @@ def main():
         try:
             r = gemm_case(args, timer, *shape, dtype) if op == "gemm" else sdpa_case(args, timer, dtype, shape)
         except (Exception, SystemExit) as e:  # one shape's failure (tuning, export, timing) keeps the others
-            r = {"op": op, "shape": list(shape) if op == "gemm" else [shape[k] for k in "BHSD"], "dtype": dtype,
+            r = {"op": op, "shape": list(shape[:3]) if op == "gemm" else [shape[k] for k in "BHSD"], "dtype": dtype,
                  "error": f"{type(e).__name__}: {e}"}
+            if op == "gemm":
+                r["tb"] = shape[3]
             if op == "sdpa":
                 r["problem"] = ",".join(f"{k}={v}" for k, v in shape.items() if v or k in "BHSD")
         rows.append(r)

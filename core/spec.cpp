@@ -1173,11 +1173,12 @@ void read_baselines(const TomlReader& r, const toml::table& root, KernelSpec& s)
       auto in = [&](const std::vector<std::string>& keys) {
         return std::find(keys.begin(), keys.end(), k) != keys.end();
       };
-      const bool is_buffer = in(lib->buffers), is_value = in(lib->values);
+      const bool is_buffer = in(lib->buffers), is_value = in(lib->values) || in(lib->optional_values);
       if (!is_buffer && !is_value && !in(lib->strings)) {
         std::vector<std::string> keys = lib->buffers;
         keys.insert(keys.end(), lib->strings.begin(), lib->strings.end());
         keys.insert(keys.end(), lib->values.begin(), lib->values.end());
+        keys.insert(keys.end(), lib->optional_values.begin(), lib->optional_values.end());
         r.fail(where, "library " + lib->name + " takes no '" + k + "' (it takes " + join(keys, ", ") + ")");
       }
       if (is_value) {
@@ -1248,14 +1249,16 @@ const std::vector<BaselineLibrary>& baseline_libraries() {
        {"a", "b", "c"},
        {},
        {"m", "n", "k", "top"},
-       "C[m,n] = A[m,k]·B[k,n], row-major buffers a, b, c of the problem; cuBLASLt's heuristic's first algorithm, and "
-       "the fastest of its first `top` as '<name>-top<top>'"},
+       "C[m,n] = A[m,k]·B[k,n], row-major buffers a, b, c of the problem (trans_b = 1: b holds Bᵀ, n rows of k); "
+       "cuBLASLt's heuristic's first algorithm, and the fastest of its first `top` as '<name>-top<top>'",
+       {"trans_b"}},
       {"torch_sdpa",
        {},
        {"backend"},
        {"b", "h", "hkv", "s", "skv", "d", "causal"},
        "PyTorch's scaled_dot_product_attention on one backend (cudnn, flash, efficient, math), Q [b,h,s,d] and K, V "
-       "[b,hkv,skv,d], causal aligned bottom-right; run by python3 with torch on the GPU host"},
+       "[b,hkv,skv,d], causal aligned bottom-right; run by python3 with torch on the GPU host",
+       {}},
   };
   return libs;
 }

@@ -105,6 +105,7 @@ struct BaselineLibrary {
   std::string name;
   std::vector<std::string> buffers, strings, values;  // all required
   std::string help;
+  std::vector<std::string> optional_values;  // 0 where left out
 };
 const std::vector<BaselineLibrary>& baseline_libraries();
 const BaselineLibrary* find_baseline_library(const std::string& name);

@@ -22,6 +22,7 @@ struct LtApi {
   decltype(&cublasLtGetVersion) get_version = nullptr;
   decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
   decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
   decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
   decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
   decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
@@ -58,6 +59,7 @@ const LtApi& lt_api() {
     sym(a.get_version, "cublasLtGetVersion");
     sym(a.desc_create, "cublasLtMatmulDescCreate");
     sym(a.desc_destroy, "cublasLtMatmulDescDestroy");
+    sym(a.desc_set, "cublasLtMatmulDescSetAttribute");
     sym(a.layout_create, "cublasLtMatrixLayoutCreate");
     sym(a.layout_destroy, "cublasLtMatrixLayoutDestroy");
     sym(a.pref_create, "cublasLtMatmulPreferenceCreate");
@@ -74,7 +76,7 @@ const LtApi& lt_api() {
         "/usr/local/cuda/lib64; or set EVOTUNE_CUBLASLT)");
   if (!api.create || !api.matmul || !api.heuristic || !api.desc_create || !api.layout_create || !api.pref_create ||
       !api.algo_get || !api.get_version || !api.destroy || !api.desc_destroy || !api.layout_destroy ||
-      !api.pref_destroy || !api.pref_set)
+      !api.pref_destroy || !api.pref_set || !api.desc_set)
     throw LibraryMissing(api.path + " lacks a cuBLASLt entry point evotune uses");
   return api;
 }
@@ -109,7 +111,7 @@ struct CublasLtGemm::Impl {
 };
 
 CublasLtGemm::CublasLtGemm(ElemType elem, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c,
-                           int max_algos)
+                           int max_algos, bool trans_b)
     : impl_(std::make_unique<Impl>()) {
   Impl& x = *impl_;
   const LtApi& api = x.api;
@@ -120,8 +122,16 @@ CublasLtGemm::CublasLtGemm(ElemType elem, int64_t m, int64_t n, int64_t k, const
   lt_check(api.create(&x.handle), "create");
   lt_check(api.desc_create(&x.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
   // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLASLt's A is our B
-  // (n×k, leading dimension n), its B our A (k×m, leading dimension k).
-  lt_check(api.layout_create(&x.la, t, static_cast<uint64_t>(n), static_cast<uint64_t>(k), n), "layout of B");
+  // (n×k, leading dimension n), its B our A (k×m, leading dimension k). Our
+  // Bᵀ (row-major n×k) is column-major k×n with leading dimension k: its A
+  // is then that, transposed.
+  if (trans_b) {
+    const cublasOperation_t op = CUBLAS_OP_T;
+    lt_check(api.desc_set(x.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op, sizeof op), "transposed B");
+    lt_check(api.layout_create(&x.la, t, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k), "layout of Bᵀ");
+  } else {
+    lt_check(api.layout_create(&x.la, t, static_cast<uint64_t>(n), static_cast<uint64_t>(k), n), "layout of B");
+  }
   lt_check(api.layout_create(&x.lb, t, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k), "layout of A");
   lt_check(api.layout_create(&x.lc, t, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n), "layout of C");
   lt_check(api.pref_create(&x.pref), "preference");

@@ -25,7 +25,9 @@ class CublasLtGemm {
  public:
   // Asks cuBLASLt's heuristic for up to `max_algos` algorithms, best first.
   // Throws LibraryMissing, or EngineError when cuBLASLt refuses the problem.
-  CublasLtGemm(ElemType elem, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c, int max_algos);
+  // `trans_b`: b holds Bᵀ (n rows of k elements) instead of B.
+  CublasLtGemm(ElemType elem, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c, int max_algos,
+               bool trans_b = false);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;

@@ -1,5 +1,10 @@
 // evotune built-in Hopper GEMM: C[M,N] = A[M,K] · B[K,N], all row-major, fp16 or
 // bf16 inputs, fp32 accumulation, output in the input type. sm_90a only.
+// With GEMM_TB=1 (the problem's TB) B is stored transposed, N rows of K
+// elements (the weight W of x @ W.T): its tile is then K-major like A's
+// (BLOCK_K/64 sub-tiles of BLOCK_N rows x 128 bytes), loaded the way A is
+// (TMA when K % 8 == 0, packed or copied by the producer threads otherwise),
+// and the wgmma reads B without its transpose bit.
 //
 // Design (warp-specialised, CUTLASS-sm90 / FlashAttention-3 style).
 //  * Roles. Threads 0 .. 128*CONSUMER_WG-1 are consumer warpgroups; after them
@@ -175,6 +180,11 @@
 #ifndef SKINNY
 #define SKINNY 0
 #endif
+// Problem layout (spec.toml [defines], from the problem's TB): 1 when B is
+// stored transposed, N rows of K elements.
+#ifndef GEMM_TB
+#define GEMM_TB 0
+#endif
 
 namespace evotune_gemm_sm90 {
 
@@ -212,6 +222,10 @@ constexpr bool kEvictFirstB = (L2_HINT & 2) != 0;
 constexpr int kSubBytesA = BLOCK_M * 128;  // one 64-wide K sub-tile of A
 constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
 constexpr int kBoxBytesB = BLOCK_K * 128;  // one 64-wide N box of B
+// TB=1: B's tile is K-major like A's, BLOCK_N rows of 128-byte swizzled rows
+// per 64-wide K sub-tile.
+constexpr bool kTB = GEMM_TB != 0;
+constexpr int kSubBytesB = BLOCK_N * 128;  // TB=1: one 64-wide K sub-tile of B
 constexpr int kStageBytesB = BLOCK_K * BLOCK_N * 2;
 constexpr int kStageBytes = kStageBytesA + kStageBytesB;
 constexpr int kEpiTileBytes = 16 * 64 * 2;  // a 16 x 64 staging tile
@@ -267,7 +281,8 @@ static_assert(CLUSTER_M >= 1 && CLUSTER_M <= 2 && CLUSTER_N >= 1 && CLUSTER_N <=
 static_assert(CLUSTER_M * CLUSTER_N <= 2, "clusters of at most 2 CTAs");
 static_assert(!kStreamK || (!kPingPong && kCS == 1 && SPLIT_K == 1), "stream-K: cooperative, no cluster, no split");
 static_assert(EPILOGUE != 4 || SPLIT_K == 1, "the storer warp serves whole tiles (no split-K)");
-static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && (BLOCK_K / CLUSTER_M) % 8 == 0, "multicast slices keep 8-row atoms");
+static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && ((kTB ? BLOCK_N : BLOCK_K) / CLUSTER_M) % 8 == 0,
+              "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 
 // Timeline build option (tools/timeline.py compiles a copy of the spec
@@ -521,6 +536,29 @@ __device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __r
   }
 }
 
+// TB=1: B's tile (rows n0..n0+BLOCK_N of Bᵀ, k0..k0+BLOCK_K) into the stage's
+// B region, K-major like A's.
+template <int W, bool ELEM = false>
+__device__ __forceinline__ void fill_bt(unsigned dst_b, const evotune_elem_t* __restrict__ B, int N, int K, int n0,
+                                        int k0, int ptid) {
+  constexpr int kPPR = 128 / W;  // pieces per 128-byte row
+  constexpr int kPerSub = BLOCK_N * kPPR;
+  constexpr int kTotal = kPerSub * (BLOCK_K / 64);
+#pragma unroll kFillUnroll
+  for (int p = ptid; p < kTotal; p += kProducerThreads) {
+    const int sub = p / kPerSub;
+    const int rem = p - sub * kPerSub;
+    const int row = rem / kPPR;
+    const int byte = (rem % kPPR) * W;
+    const unsigned dst =
+        dst_b + sub * kSubBytesB + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
+    const int n = n0 + row;
+    const int k = k0 + sub * 64 + (byte >> 1);
+    const int avail = n < N ? K - k : 0;
+    copy_piece<W, ELEM>(dst, avail > 0 ? B + (long long)n * K + k : B, avail);
+  }
+}
+
 // Widest piece the row stride allows (rows start 16-byte aligned only when
 // the stride is a multiple of 8 elements).
 __device__ __forceinline__ int piece_bytes(int stride) {
@@ -676,15 +714,24 @@ __device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTma
                                         m0 + s.rank_n * kRows, full, mask);
   }
   if (tma_b) {
-    // This CTA's k-row slice of every B box, to its cluster column.
-    constexpr int kRows = BLOCK_K / CLUSTER_M;
+    // This CTA's slice of the B tile, to its cluster column: of every B box's
+    // k rows, or with TB=1 of the tile's n rows in every K sub-tile.
     unsigned short mask = 0;
 #pragma unroll
     for (int j = 0; j < CLUSTER_M; ++j) mask |= (unsigned short)(1u << (j + CLUSTER_M * s.rank_n));
+    if constexpr (kTB) {
+      constexpr int kRows = BLOCK_N / CLUSTER_M;
 #pragma unroll
-    for (int box = 0; box < kNBoxes; ++box)
-      tma_load<CLUSTER_M, kEvictFirstB>(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
-                                        k0 + s.rank_m * kRows, full, mask);
+      for (int sub = 0; sub < BLOCK_K / 64; ++sub)
+        tma_load<CLUSTER_M, kEvictFirstB>(b_dst + sub * kSubBytesB + s.rank_m * kRows * 128, tm_b, k0 + sub * 64,
+                                          n0 + s.rank_m * kRows, full, mask);
+    } else {
+      constexpr int kRows = BLOCK_K / CLUSTER_M;
+#pragma unroll
+      for (int box = 0; box < kNBoxes; ++box)
+        tma_load<CLUSTER_M, kEvictFirstB>(b_dst + box * kBoxBytesB + s.rank_m * kRows * 128, tm_b, n0 + box * 64,
+                                          k0 + s.rank_m * kRows, full, mask);
+    }
   }
 }
 
@@ -733,11 +780,20 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
           }
         }
         if (!tma_b) {
-          switch (piece_bytes(N)) {
-            case 16: fill_b<16>(b_dst, B, N, K, n0, k0, ptid); break;
-            case 8: fill_b<8>(b_dst, B, N, K, n0, k0, ptid); break;
-            case 4: fill_b<4>(b_dst, B, N, K, n0, k0, ptid); break;
-            default: fill_b<16, true>(b_dst, B, N, K, n0, k0, ptid); break;
+          if constexpr (kTB) {
+            switch (piece_bytes(K)) {
+              case 16: fill_bt<16>(b_dst, B, N, K, n0, k0, ptid); break;
+              case 8: fill_bt<8>(b_dst, B, N, K, n0, k0, ptid); break;
+              case 4: fill_bt<4>(b_dst, B, N, K, n0, k0, ptid); break;
+              default: fill_bt<16, true>(b_dst, B, N, K, n0, k0, ptid); break;
+            }
+          } else {
+            switch (piece_bytes(N)) {
+              case 16: fill_b<16>(b_dst, B, N, K, n0, k0, ptid); break;
+              case 8: fill_b<8>(b_dst, B, N, K, n0, k0, ptid); break;
+              case 4: fill_b<4>(b_dst, B, N, K, n0, k0, ptid); break;
+              default: fill_b<16, true>(b_dst, B, N, K, n0, k0, ptid); break;
+            }
           }
         }
         evotune_ptx::cp_async_commit();
@@ -799,7 +855,8 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
   // next box (BLOCK_K*128 bytes), the next 8 k-rows 1024 bytes on.
   // A: K-major, rows of 128 bytes; k16 slice kk%4 starts 32 bytes in.
   const unsigned long long da0 = make_desc_sw128(smem + row0_in_tile * 128, 16, 1024);
-  const unsigned long long db0 = make_desc_sw128(smem + kStageBytesA, kBoxBytesB, 1024);
+  // TB=1: B K-major as A (BLOCK_N rows of 128 bytes per K sub-tile).
+  const unsigned long long db0 = make_desc_sw128(smem + kStageBytesA, kTB ? 16 : kBoxBytesB, 1024);
   Ring prev = ring;  // stage of the previous k-tile, released one step late
 #if defined(GEMM_SM90_TIMELINE)
   long long waited = 0, waited_first = 0;  // cycles in the full-barrier waits: all, the first 4 k-tiles
@@ -819,11 +876,12 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
-      const unsigned long long db = db0 + so + ((kk * 16 * 128) >> 4);
+      const unsigned long long db =
+          db0 + so + ((kTB ? (kk / 4) * kSubBytesB + (kk % 4) * 32 : kk * 16 * 128) >> 4);
 #pragma unroll
       for (int mi = 0; mi < kMIters; ++mi) {
         const unsigned long long da = da0 + so + (((kk / 4) * kSubBytesA + mi * 64 * 128 + (kk % 4) * 32) >> 4);
-        wgmma_ss<BLOCK_N, kBF16, 1>(acc[mi], da, db);
+        wgmma_ss<BLOCK_N, kBF16, kTB ? 0 : 1>(acc[mi], da, db);
       }
     }
     wgmma_commit();
@@ -1433,7 +1491,8 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 
   // first, and loaded by TMA from there (packing, above).
   if constexpr (PACK == 1) {
     if (pack_a || pack_b)
-      pack_operands(pack_matrix(A, a_packed, M, K, pack_a != 0), pack_matrix(B, b_packed, K, N, pack_b != 0),
+      pack_operands(pack_matrix(A, a_packed, M, K, pack_a != 0),
+                    kTB ? pack_matrix(B, b_packed, N, K, pack_b != 0) : pack_matrix(B, b_packed, K, N, pack_b != 0),
                     pack_sync);
   }
   // 128-byte swizzle atoms must sit on 1024-byte boundaries (descriptor base

@@ -4,7 +4,13 @@
 // 16 x 16 patch of C (threads numbered with n fastest) and stages 16 x 16
 // pieces of A and B through shared memory so that 8192^3 takes seconds, not
 // minutes; elements past the matrix edges are staged as zeros and never stored.
+// GEMM_TB=1 (the problem's TB, from spec.toml [defines]): B is stored
+// transposed, N rows of K elements.
 #include "evotune_ptx.cuh"
+
+#ifndef GEMM_TB
+#define GEMM_TB 0
+#endif
 
 extern "C" __global__ void __launch_bounds__(256) gemm_sm90_reference(const evotune_elem_t* A, const evotune_elem_t* B,
                                                                       float* C, int M, int N, int K) {
@@ -21,7 +27,13 @@ extern "C" __global__ void __launch_bounds__(256) gemm_sm90_reference(const evot
     // Thread (ty, tx) stages A[tile_m*16 + ty][k0 + tx] and B[k0 + ty][tile_n*16 + tx].
     const long long ka = k0 + tx, kb = k0 + ty;
     a_s[ty][tx] = (m < M && ka < K) ? evotune_ptx::to_float(A[m * K + ka]) : 0.f;
+#if GEMM_TB
+    // Thread (ty, tx) stages Bᵀ[tile_n*16 + ty][k0 + tx] (K contiguous) as b_s[tx][ty].
+    const long long nb = tile_n * 16 + ty;
+    b_s[tx][ty] = (ka < K && nb < N) ? evotune_ptx::to_float(B[nb * K + ka]) : 0.f;
+#else
     b_s[ty][tx] = (kb < K && n < N) ? evotune_ptx::to_float(B[kb * N + n]) : 0.f;
+#endif
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < 16; ++kk) acc += a_s[ty][kk] * b_s[kk][tx];

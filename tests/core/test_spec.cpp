@@ -435,6 +435,10 @@ TEST_CASE("[[baseline]]: a library by name with its keys; buffers must be the ke
   CHECK(s.baselines[0].strings.at("c") == "Y");
   CHECK(s.baselines[0].values.at("m").text() == "N");
   CHECK(parse(kSpec).baselines.empty());
+  // trans_b is cublaslt's one optional key (0 where left out: not in values).
+  CHECK(s.baselines[0].values.count("trans_b") == 0);
+  KernelSpec t = parse(std::string(kSpec) + replace(lt, "top = 4", "top = 4\ntrans_b = \"1\""));
+  CHECK(t.baselines[0].values.at("trans_b").text() == "1");
   rejects(std::string(kSpec) + replace(lt, "library = \"cublaslt\"", "library = \"mkl\""),
           "unknown library 'mkl' (known: cublaslt, torch_sdpa)");
   rejects(std::string(kSpec) + replace(lt, "c = \"Y\"", "c = \"Z\""), "c = 'Z' is not a buffer [[arg]]");

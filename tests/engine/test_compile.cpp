@@ -414,6 +414,65 @@ TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane b
   }
 }
 
+TEST_CASE("gemm_sm90 TB=1: B stored transposed is read by TMA along K, packed where K is misaligned",
+          "[compile][plan]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("gemm_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Config c = spec.default_config();  // BLOCK_N = 256, CLUSTER_M = 1
+  c.values["SWIZZLE"] = 1;           // one row of tiles below
+  auto arg = [](const LaunchPlan& l, const std::string& buffer) -> const TensorMapPlan* {
+    for (const ArgPlan& a : l.args)
+      if (a.kind == ArgPlan::Kind::tmap && a.tmap.buffer == buffer) return &a.tmap;
+    return nullptr;
+  };
+  // x @ W.T with a vocabulary-sized odd N: W's rows (K = 4096) are aligned,
+  // so B comes by TMA, boxes of 64 k by the tile's 256 n rows.
+  Problem wt = spec.parse_problem("M=128,N=50257,K=4096,TB=1", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {wt}, dev).valid(c));
+  LaunchPlan l = Planner(spec, dev).launch(c, wt, 0);
+  const TensorMapPlan* tb = arg(l, "B");
+  REQUIRE(tb);
+  CHECK(tb->enabled);
+  CHECK(tb->dims == std::vector<uint64_t>{4096, 50257});
+  CHECK(tb->strides_bytes == std::vector<uint64_t>{4096 * 2});
+  CHECK(tb->box == std::vector<uint32_t>{64, 256});
+  // The same problem with B as stored K x N: its odd rows rule TMA out.
+  LaunchPlan row_major = Planner(spec, dev).launch(c, spec.parse_problem("M=128,N=50257,K=4096", Dtype::bf16), 0);
+  CHECK_FALSE(arg(row_major, "B")->enabled);
+
+  // Odd K: W's rows are misaligned; PACK=1 pads them (N rows of 2056).
+  Config packed = c;
+  packed.values["PACK"] = 1;
+  Problem odd = spec.parse_problem("M=777,N=1333,K=2049,TB=1", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {odd}, dev).valid(packed));
+  LaunchPlan lp = Planner(spec, dev).launch(packed, odd, 0);
+  const TensorMapPlan* bp = arg(lp, "b_packed");
+  REQUIRE(bp);
+  CHECK(bp->enabled);
+  CHECK(bp->dims == std::vector<uint64_t>{2049, 1333});
+  CHECK(bp->strides_bytes == std::vector<uint64_t>{2056 * 2});
+  // Aligned K and TB=1: nothing to pack, whatever N is.
+  CHECK_FALSE(SearchSpace(spec, {wt}, dev).valid(packed));
+  // The CUDA-core path reads B as stored K x N only.
+  Config sk = c;
+  sk.values["SKINNY"] = 208;
+  sk.values["SWIZZLE"] = 1;
+  CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=16,N=50257,K=4096,TB=1", Dtype::bf16)}, dev).valid(sk));
+
+  // Both operands K-major: the default tile, a 2-CTA cluster along M (B's n
+  // rows split between the two) and the thread-copy path compile without spills.
+  Config cl = c;
+  cl.values["CLUSTER_M"] = 2;
+  for (const auto& [cfg, p] : {std::pair{c, wt}, std::pair{cl, wt}, std::pair{c, odd}}) {
+    CompileResult res = compile_config(spec, cfg, p, dev, arch_for(90, spec.arch_specific));
+    INFO(cfg.canonical() << " " << p.canonical() << "\n" << res.log);
+    REQUIRE(res.ok);
+    CHECK(res.res.spill_bytes() == 0);
+    CHECK(res.res.stack_frame == 0);
+  }
+}
+
 TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch copies that TMA reads",
           "[compile][plan]") {
   TempCache cache;

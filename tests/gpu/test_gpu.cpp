@@ -273,6 +273,9 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"gemm_sm90", {"M=333,N=1,K=1"}, "bf16"},
       {"gemm_sm90", {"M=16,N=5003,K=1032"}, "bf16"},  // decode-sized rows, a vocabulary-like odd N
       {"gemm_sm90", {"M=5,N=3001,K=777"}, "fp16"},    // a few rows, not 16 (SKINNY)
+      // B stored transposed (x @ W.T): W's rows misaligned (K odd) and aligned.
+      {"gemm_sm90", {"M=777,N=1333,K=2049,TB=1"}, "bf16"},
+      {"gemm_sm90", {"M=1000,N=3001,K=520,TB=1"}, "fp16"},
       // Grouped heads with a longer cache, causal; decode against a long cache; head dim 256.
       {"sdpa_fwd_sm90", {"B=4,H=16,HKV=4,S=333,SKV=517,D=128,CAUSAL=1"}, "bf16"},
       {"sdpa_fwd_sm90", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "fp16"},
@@ -411,35 +414,47 @@ TEST_CASE("baselines: cuBLASLt and the reference kernel measured beside a GEMM r
   TempDir t;
   const DeviceTraits dev = first_device();
   const std::string kernel = dev.cc == 90 ? "gemm_sm90" : "gemm";
-  // Odd sizes: cuBLASLt must be right where the tiles do not divide.
-  TuneOptions o = options(t, kernel, {"M=1000,N=776,K=520"});
-  o.budget = 4;
-  o.baselines = "all";
-  o.sanitize = "none";
-  std::ostringstream out;
-  TuneResult r = tune(o, out);
-  INFO(out.str());
-  Store s = Store::open(o.db_path);
-  const std::vector<BaselineResult> b = s.baselines(r.run.id);
-  std::map<std::string, const BaselineResult*> by_name;
-  for (const BaselineResult& x : b) by_name[x.name] = &x;
-  REQUIRE(by_name.count("reference"));
-  CHECK(by_name["reference"]->ok());
-  CHECK(by_name["reference"]->m.p50_us > 0);
-  REQUIRE(by_name.count("cublaslt"));
-  const BaselineResult& lt = *by_name["cublaslt"];
-  INFO(lt.status << ": " << lt.reason << " (" << lt.detail << ")");
-  // Installed with the toolkit wherever these tests build.
-  REQUIRE(lt.ok());
-  CHECK(lt.m.p50_us > 0);
-  CHECK(lt.m.samples >= o.timing.min_samples);
-  CHECK(lt.m.err.max_abs < 0.5);  // bf16/fp16 outputs of K=520 products of U(-1,1) inputs: well within tolerance
-  REQUIRE(by_name.count("cublaslt-top8"));
-  CHECK(by_name["cublaslt-top8"]->m.p50_us <=
-        lt.m.p50_us * 1.05);  // the best of the first 8, the heuristic's among them
-  // The naive reference kernel is far slower than cuBLASLt.
-  CHECK(by_name["reference"]->m.p50_us > lt.m.p50_us);
-  CHECK(out.str().find("baselines (same GPU") != std::string::npos);
+  // Odd sizes: cuBLASLt must be right where the tiles do not divide; on
+  // Hopper also with B stored transposed (cuBLASLt's transposed operand,
+  // checked against the reference that reads Bᵀ).
+  std::vector<std::string> problems = {"M=1000,N=776,K=520"};
+  if (kernel == "gemm_sm90") problems.push_back("M=1000,N=776,K=520,TB=1");
+  for (const std::string& problem : problems) {
+    INFO(problem);
+    TuneOptions o = options(t, kernel, {problem});
+    o.budget = 4;
+    o.baselines = "all";
+    o.sanitize = "none";
+    std::ostringstream out;
+    TuneResult r = tune(o, out);
+    INFO(out.str());
+    Store s = Store::open(o.db_path);
+    const std::vector<BaselineResult> b = s.baselines(r.run.id);
+    std::map<std::string, const BaselineResult*> by_name;
+    for (const BaselineResult& x : b) by_name[x.name] = &x;
+    REQUIRE(by_name.count("reference"));
+    CHECK(by_name["reference"]->ok());
+    CHECK(by_name["reference"]->m.p50_us > 0);
+    REQUIRE(by_name.count("cublaslt"));
+    const BaselineResult& lt = *by_name["cublaslt"];
+    INFO(lt.status << ": " << lt.reason << " (" << lt.detail << ")");
+    // Installed with the toolkit wherever these tests build.
+    REQUIRE(lt.ok());
+    CHECK(lt.m.p50_us > 0);
+    CHECK(lt.m.samples >= o.timing.min_samples);
+    CHECK(lt.m.err.max_abs < 0.5);  // bf16/fp16 outputs of K=520 products of U(-1,1) inputs: well within tolerance
+    REQUIRE(by_name.count("cublaslt-top8"));
+    CHECK(by_name["cublaslt-top8"]->m.p50_us <=
+          lt.m.p50_us * 1.05);  // the best of the first 8, the heuristic's among them
+    // The naive reference kernel is far slower than cuBLASLt.
+    CHECK(by_name["reference"]->m.p50_us > lt.m.p50_us);
+    CHECK(out.str().find("baselines (same GPU") != std::string::npos);
+    // Every trial of the run verified (a wrong layout would show as incorrect).
+    for (const Trial& tr : s.trials(r.run.id)) {
+      INFO(tr.config.canonical() << ": " << tr.error);
+      CHECK(tr.status != TrialStatus::incorrect);
+    }
+  }
 }
 
 // The profile step on a real GPU: ncu takes, for each problem, the trial's
