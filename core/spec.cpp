@@ -490,6 +490,7 @@ std::vector<ExprSite> KernelSpec::expr_sites() const {
     } else if (a.is_buffer) {
       // In and out buffers are allocated and filled per problem, before any config.
       add(where + " count", a.count, ValueRule::positive_int, a.role == ArgRole::scratch);
+      if (a.role != ArgRole::scratch) add(where + " scale", a.init_scale, ValueRule::nonneg_number, false);
     } else {
       const bool to_reference = std::find(reference.args.begin(), reference.args.end(), a.name) != reference.args.end();
       add(where + " value", a.value, ValueRule::any, !to_reference);
@@ -1028,9 +1029,12 @@ void read_buffer_arg(const TomlReader& r, const toml::table& t, const std::strin
   else
     r.fail(where, "init must be normal, uniform, zero or ones");
   if (const toml::node* sc = t.get("scale")) {
-    if (!sc->is_number()) r.fail(where, "scale must be a number");
-    a.init_scale = sc->is_integer() ? static_cast<double>(*sc->value<int64_t>()) : *sc->value<double>();
-    if (!std::isfinite(a.init_scale) || a.init_scale <= 0) r.fail(where, "scale must be a positive number");
+    // A number, or an expression over the dims evaluated per problem.
+    if (sc->is_number()) {
+      const double v = sc->is_integer() ? static_cast<double>(*sc->value<int64_t>()) : *sc->value<double>();
+      if (!std::isfinite(v) || v < 0) r.fail(where, "scale must be a number >= 0 or an expression of the dims");
+    }
+    a.init_scale = r.expr_of(*sc, where + ".scale");
   }
 }
 

@@ -55,7 +55,9 @@ struct ArgSpec {
   Expr value;                           // scalars
   ArgRole role = ArgRole::in;
   InitKind init = InitKind::normal;
-  double init_scale = 1.0;  // stddev (normal) or half-range (uniform)
+  // Stddev (normal) or half-range (uniform), per problem: a number, or an
+  // expression over the dims (0: an all-zero tensor, e.g. on a check shape).
+  Expr init_scale = Expr::constant(Value(1.0));
 };
 
 struct LaunchSpec {

@@ -238,7 +238,7 @@ ProblemSetup Planner::problem_setup(const Problem& p, bool timed, int reference_
     b.count = scope.eval(a.count, ValueRule::positive_int, "[[arg]] " + a.name + " count").as_int();
     b.role = a.role;
     b.init = a.init;
-    b.scale = a.init_scale;
+    b.scale = scope.eval(a.init_scale, ValueRule::nonneg_number, "[[arg]] " + a.name + " scale").as_double();
     b.salt = salt;
     s.buffers.push_back(b);
     if (a.role == ArgRole::out) {

@@ -377,6 +377,11 @@ TEST_CASE("spec values are validated at load", "[spec]") {
   rejects(replace(kSpec, y, "count = \"0\"\nrole = \"out\""), "[[arg]] Y count \"0\": must be a positive integer");
   rejects(replace(kSpec, y, "count = -4\nrole = \"out\""), "[[arg]] Y count");
   rejects(replace(kSpec, "name = \"X\"\ntype = \"elem*\"", "name = \"X\"\ntype = \"elem*\"\nscale = -1.0"), "scale");
+  // An input's scale may be an expression of the dims (0: all zeros), never of a parameter.
+  rejects(replace(kSpec, "name = \"X\"\ntype = \"elem*\"", "name = \"X\"\ntype = \"elem*\"\nscale = \"1 - 2\""),
+          "[[arg]] X scale \"1 - 2\"");
+  rejects(replace(kSpec, "name = \"X\"\ntype = \"elem*\"", "name = \"X\"\ntype = \"elem*\"\nscale = \"TILE\""),
+          "reads parameter TILE");
   // Evaluated per problem, before any config: a parameter there, even
   // through a let, cannot have a value.
   rejects(replace(kSpec, "max_abs = \"0.01 * sqrt(N)\"", "max_abs = \"0.01 * TILE\""), "reads parameter TILE");

@@ -414,6 +414,43 @@ TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane b
   }
 }
 
+TEST_CASE("an input's scale is evaluated per problem: sdpa_fp8's check shapes with all-zero tensors", "[plan]") {
+  KernelSpec spec = load_kernel("sdpa_fp8");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  const Problem run = spec.parse_problem("B=2,H=8,S=512,D=64", Dtype::bf16);
+  auto scales = [&](const Problem& p) {
+    std::map<std::string, double> out;
+    for (const BufferPlan& b : Planner(spec, dev).problem_setup(p, false, 1).buffers) out[b.name] = b.scale;
+    return out;
+  };
+  // The run's own problem: every input drawn (V past e4m3's range).
+  std::map<std::string, double> plain = scales(run);
+  CHECK(plain.at("Q") == 16);
+  CHECK(plain.at("K") == 64);
+  CHECK(plain.at("V") == 500);
+  // Among its check shapes, one with Q all zero and one with K and V all zero.
+  int zero_q = 0, zero_kv = 0;
+  for (const Problem& cs : spec.check_problems({run})) {
+    std::map<std::string, double> s = scales(cs);
+    INFO(cs.canonical());
+    CHECK(cs.at("D") == 64);  // inherited from the run
+    if (cs.at("ZEROS") == 1) {
+      ++zero_q;
+      CHECK(s.at("Q") == 0);
+      CHECK(s.at("K") == 64);
+    } else if (cs.at("ZEROS") == 6) {
+      ++zero_kv;
+      CHECK(s.at("Q") == 16);
+      CHECK(s.at("K") == 0);
+      CHECK(s.at("V") == 0);
+    } else {
+      CHECK(s == plain);
+    }
+  }
+  CHECK(zero_q == 1);
+  CHECK(zero_kv == 1);
+}
+
 TEST_CASE("gemm_sm90 TB=1: B stored transposed is read by TMA along K, packed where K is misaligned",
           "[compile][plan]") {
   TempCache cache;
