@@ -491,13 +491,21 @@ __device__ __forceinline__ void copy_piece(unsigned dst, const evotune_elem_t* s
   }
 }
 
-// A tile (rows m0.., k0..k0+BLOCK_K) into the stage's A region, W-byte pieces,
-// thread `ptid` of kProducerThreads. Same swizzled placement as TMA.
-template <int W, bool ELEM = false>
-__device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __restrict__ A, int M, int K, int m0,
-                                       int k0, int ptid) {
+// Widest piece the row stride allows (rows start 16-byte aligned only when
+// the stride is a multiple of 8 elements).
+__device__ __forceinline__ int piece_bytes(int stride) {
+  return (stride % 8 == 0) ? 16 : (stride % 4 == 0) ? 8 : (stride % 2 == 0) ? 4 : 2;
+}
+
+// A K-major tile (ROWS rows from r0, k0..k0+BLOCK_K) of a matrix of `rows`
+// rows of K elements into a stage region of BLOCK_K/64 sub-tiles of ROWS x
+// 128 bytes, W-byte pieces, thread `ptid` of kProducerThreads. Same swizzled
+// placement as TMA. A's tile, and with TB=1 B's (Bᵀ's rows).
+template <int ROWS, int W, bool ELEM = false>
+__device__ __forceinline__ void fill_k_major(unsigned dst, const evotune_elem_t* __restrict__ src, int rows, int K,
+                                             int r0, int k0, int ptid) {
   constexpr int kPPR = 128 / W;  // pieces per 128-byte row
-  constexpr int kPerSub = BLOCK_M * kPPR;
+  constexpr int kPerSub = ROWS * kPPR;
   constexpr int kTotal = kPerSub * (BLOCK_K / 64);
 #pragma unroll kFillUnroll
   for (int p = ptid; p < kTotal; p += kProducerThreads) {
@@ -505,12 +513,23 @@ __device__ __forceinline__ void fill_a(unsigned dst_a, const evotune_elem_t* __r
     const int rem = p - sub * kPerSub;
     const int row = rem / kPPR;
     const int byte = (rem % kPPR) * W;
-    const unsigned dst =
-        dst_a + sub * kSubBytesA + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
-    const int m = m0 + row;
+    const unsigned d = dst + sub * (ROWS * 128) + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
+    const int r = r0 + row;
     const int k = k0 + sub * 64 + (byte >> 1);
-    const int avail = m < M ? K - k : 0;
-    copy_piece<W, ELEM>(dst, avail > 0 ? A + (long long)m * K + k : A, avail);
+    const int avail = r < rows ? K - k : 0;
+    copy_piece<W, ELEM>(d, avail > 0 ? src + (long long)r * K + k : src, avail);
+  }
+}
+
+// The same with the widest pieces K allows.
+template <int ROWS>
+__device__ __forceinline__ void fill_k_major_any(unsigned dst, const evotune_elem_t* __restrict__ src, int rows, int K,
+                                                 int r0, int k0, int ptid) {
+  switch (piece_bytes(K)) {
+    case 16: fill_k_major<ROWS, 16>(dst, src, rows, K, r0, k0, ptid); break;
+    case 8: fill_k_major<ROWS, 8>(dst, src, rows, K, r0, k0, ptid); break;
+    case 4: fill_k_major<ROWS, 4>(dst, src, rows, K, r0, k0, ptid); break;
+    default: fill_k_major<ROWS, 16, true>(dst, src, rows, K, r0, k0, ptid); break;
   }
 }
 
@@ -536,34 +555,6 @@ __device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __r
   }
 }
 
-// TB=1: B's tile (rows n0..n0+BLOCK_N of Bᵀ, k0..k0+BLOCK_K) into the stage's
-// B region, K-major like A's.
-template <int W, bool ELEM = false>
-__device__ __forceinline__ void fill_bt(unsigned dst_b, const evotune_elem_t* __restrict__ B, int N, int K, int n0,
-                                        int k0, int ptid) {
-  constexpr int kPPR = 128 / W;  // pieces per 128-byte row
-  constexpr int kPerSub = BLOCK_N * kPPR;
-  constexpr int kTotal = kPerSub * (BLOCK_K / 64);
-#pragma unroll kFillUnroll
-  for (int p = ptid; p < kTotal; p += kProducerThreads) {
-    const int sub = p / kPerSub;
-    const int rem = p - sub * kPerSub;
-    const int row = rem / kPPR;
-    const int byte = (rem % kPPR) * W;
-    const unsigned dst =
-        dst_b + sub * kSubBytesB + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
-    const int n = n0 + row;
-    const int k = k0 + sub * 64 + (byte >> 1);
-    const int avail = n < N ? K - k : 0;
-    copy_piece<W, ELEM>(dst, avail > 0 ? B + (long long)n * K + k : B, avail);
-  }
-}
-
-// Widest piece the row stride allows (rows start 16-byte aligned only when
-// the stride is a multiple of 8 elements).
-__device__ __forceinline__ int piece_bytes(int stride) {
-  return (stride % 8 == 0) ? 16 : (stride % 4 == 0) ? 8 : (stride % 2 == 0) ? 4 : 2;
-}
 
 // ------------------------------------------------------------ packing (PACK=1)
 
@@ -771,22 +762,10 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
       if (leader && i == 0 && kt == 0) tl_mark_any(16);
       if (fallback) {
         // Whole tiles of the non-TMA operands, this CTA only (no multicast).
-        if (!tma_a) {
-          switch (piece_bytes(K)) {
-            case 16: fill_a<16>(a_dst, A, M, K, m0, k0, ptid); break;
-            case 8: fill_a<8>(a_dst, A, M, K, m0, k0, ptid); break;
-            case 4: fill_a<4>(a_dst, A, M, K, m0, k0, ptid); break;
-            default: fill_a<16, true>(a_dst, A, M, K, m0, k0, ptid); break;
-          }
-        }
+        if (!tma_a) fill_k_major_any<BLOCK_M>(a_dst, A, M, K, m0, k0, ptid);
         if (!tma_b) {
           if constexpr (kTB) {
-            switch (piece_bytes(K)) {
-              case 16: fill_bt<16>(b_dst, B, N, K, n0, k0, ptid); break;
-              case 8: fill_bt<8>(b_dst, B, N, K, n0, k0, ptid); break;
-              case 4: fill_bt<4>(b_dst, B, N, K, n0, k0, ptid); break;
-              default: fill_bt<16, true>(b_dst, B, N, K, n0, k0, ptid); break;
-            }
+            fill_k_major_any<BLOCK_N>(b_dst, B, N, K, n0, k0, ptid);  // Bᵀ's rows, as A's
           } else {
             switch (piece_bytes(N)) {
               case 16: fill_b<16>(b_dst, B, N, K, n0, k0, ptid); break;
