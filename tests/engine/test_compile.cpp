@@ -69,6 +69,13 @@ CompileResult compile_config(const KernelSpec& spec, const Config& c, const Prob
   return compile(r);
 }
 
+// The tensor map a launch encodes over `buffer`, if any.
+const TensorMapPlan* tmap_over(const LaunchPlan& l, const std::string& buffer) {
+  for (const ArgPlan& a : l.args)
+    if (a.kind == ArgPlan::Kind::tmap && a.tmap.buffer == buffer) return &a.tmap;
+  return nullptr;
+}
+
 }  // namespace
 
 TEST_CASE("NVRTC compiles to a cubin for the named architecture and reports resources", "[compile]") {
@@ -458,17 +465,12 @@ TEST_CASE("gemm_sm90 TB=1: B stored transposed is read by TMA along K, packed wh
   DeviceTraits dev = DeviceTraits::for_arch(90);
   Config c = spec.default_config();  // BLOCK_N = 256, CLUSTER_M = 1
   c.values["SWIZZLE"] = 1;           // one row of tiles below
-  auto arg = [](const LaunchPlan& l, const std::string& buffer) -> const TensorMapPlan* {
-    for (const ArgPlan& a : l.args)
-      if (a.kind == ArgPlan::Kind::tmap && a.tmap.buffer == buffer) return &a.tmap;
-    return nullptr;
-  };
   // x @ W.T with a vocabulary-sized odd N: W's rows (K = 4096) are aligned,
   // so B comes by TMA, boxes of 64 k by the tile's 256 n rows.
   Problem wt = spec.parse_problem("M=128,N=50257,K=4096,TB=1", Dtype::bf16);
   REQUIRE(SearchSpace(spec, {wt}, dev).valid(c));
   LaunchPlan l = Planner(spec, dev).launch(c, wt, 0);
-  const TensorMapPlan* tb = arg(l, "B");
+  const TensorMapPlan* tb = tmap_over(l, "B");
   REQUIRE(tb);
   CHECK(tb->enabled);
   CHECK(tb->dims == std::vector<uint64_t>{4096, 50257});
@@ -476,7 +478,7 @@ TEST_CASE("gemm_sm90 TB=1: B stored transposed is read by TMA along K, packed wh
   CHECK(tb->box == std::vector<uint32_t>{64, 256});
   // The same problem with B as stored K x N: its odd rows rule TMA out.
   LaunchPlan row_major = Planner(spec, dev).launch(c, spec.parse_problem("M=128,N=50257,K=4096", Dtype::bf16), 0);
-  CHECK_FALSE(arg(row_major, "B")->enabled);
+  CHECK_FALSE(tmap_over(row_major, "B")->enabled);
 
   // Odd K: W's rows are misaligned; PACK=1 pads them (N rows of 2056).
   Config packed = c;
@@ -484,7 +486,7 @@ TEST_CASE("gemm_sm90 TB=1: B stored transposed is read by TMA along K, packed wh
   Problem odd = spec.parse_problem("M=777,N=1333,K=2049,TB=1", Dtype::bf16);
   REQUIRE(SearchSpace(spec, {odd}, dev).valid(packed));
   LaunchPlan lp = Planner(spec, dev).launch(packed, odd, 0);
-  const TensorMapPlan* bp = arg(lp, "b_packed");
+  const TensorMapPlan* bp = tmap_over(lp, "b_packed");
   REQUIRE(bp);
   CHECK(bp->enabled);
   CHECK(bp->dims == std::vector<uint64_t>{2049, 1333});
@@ -517,11 +519,6 @@ TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch 
   DeviceTraits dev = DeviceTraits::for_arch(90);
   Config c = spec.default_config();
   c.values["PACK"] = 1;
-  auto arg = [](const LaunchPlan& l, const std::string& buffer) -> const TensorMapPlan* {
-    for (const ArgPlan& a : l.args)
-      if (a.kind == ArgPlan::Kind::tmap && a.tmap.buffer == buffer) return &a.tmap;
-    return nullptr;
-  };
   auto scratch = [](const LaunchPlan& l, const std::string& name) {
     for (const ScratchPlan& s : l.scratch)
       if (s.name == name) return s.count;
@@ -533,8 +530,8 @@ TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch 
   Problem odd = spec.parse_problem("M=777,N=1333,K=2049", Dtype::bf16);
   REQUIRE(SearchSpace(spec, {odd}, dev).valid(c));
   LaunchPlan l = Planner(spec, dev).launch(c, odd, 0);
-  const TensorMapPlan* ta = arg(l, "a_packed");
-  const TensorMapPlan* tb = arg(l, "b_packed");
+  const TensorMapPlan* ta = tmap_over(l, "a_packed");
+  const TensorMapPlan* tb = tmap_over(l, "b_packed");
   REQUIRE(ta);
   REQUIRE(tb);
   CHECK(ta->enabled);
@@ -549,8 +546,8 @@ TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch 
   // Only N misaligned: A stays where it is.
   Problem odd_n = spec.parse_problem("M=512,N=1001,K=1024", Dtype::bf16);
   LaunchPlan ln = Planner(spec, dev).launch(c, odd_n, 0);
-  CHECK_FALSE(arg(ln, "a_packed")->enabled);
-  CHECK(arg(ln, "b_packed")->enabled);
+  CHECK_FALSE(tmap_over(ln, "a_packed")->enabled);
+  CHECK(tmap_over(ln, "b_packed")->enabled);
   CHECK(scratch(ln, "a_packed") == 1);
 
   // Aligned problems have no PACK=1 configs (it would change nothing).
