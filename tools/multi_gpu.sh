@@ -10,9 +10,10 @@
 #         GPUS="0 0,1 0,1,2,3" BUDGET=512 tools/multi_gpu.sh
 #         GPUS: the --gpus values to compare (default "0 0,1"); BUDGET
 #         (default 256; gemm at 4096^3 bf16, no re-timing).
-# Prints: the GPUs; per --gpus value the run's summary and time lines
-#         (trials/min, GPU busy); `evotune runs`; the trials each device
-#         evaluated per run.
+# Prints: the GPUs; per --gpus value the run's summary, time and search
+#         lines (trials/min and GPU busy of the whole run and of the search
+#         alone, which is what more GPUs speed up); `evotune runs`; the
+#         trials each device evaluated per run.
 set -uo pipefail
 source "$(dirname "$0")/evotune_path.sh"
 work=$(mktemp -d)
@@ -25,7 +26,7 @@ args=(run --kernel gemm --shape 4096,4096,4096 --dtype bf16 --strategy exhaustiv
 "$EVOTUNE" --db "$work/warm.db" "${args[@]}" --gpus 0 >/dev/null 2>&1  # fills the compile cache
 for gpus in ${GPUS:-0 0,1}; do
   echo "=== --gpus $gpus"
-  "$EVOTUNE" --db "$work/multi.db" "${args[@]}" --gpus "$gpus" 2>&1 | grep -E "^run|^time"
+  "$EVOTUNE" --db "$work/multi.db" "${args[@]}" --gpus "$gpus" 2>&1 | grep -E "^run|^time|^search"
 done
 "$EVOTUNE" --db "$work/multi.db" runs
 python3 -c "import sqlite3, sys
