@@ -236,7 +236,8 @@ def winner(args, kernel, shape_text, dtype):
         if args.tune_budget <= 0:
             raise SystemExit(f"no tuned {kernel} run for {want} {dtype} in {args.db} (use --tune-budget)")
         print(f"# tuning {kernel} {want} {dtype} ({args.tune_budget} trials)...", file=sys.stderr, flush=True)
-        evotune(args, "run", "-q", "--kernel", kernel, "--problem", want, "--dtype", dtype, "--budget", str(args.tune_budget))
+        evotune(args, "run", "-q", "--kernel", kernel, "--problem", want, "--dtype", dtype, "--budget", str(args.tune_budget),
+                *args.tune_args.split())
         run = find()
     return run, json.loads(evotune(args, "export", str(run), "--format", "launch"))
 
@@ -543,6 +544,9 @@ def main():
                          "then five of them as x @ W.T (B stored transposed)")
     ap.add_argument("--tune-budget", type=int, default=0, help="tune shapes that have no run yet, with this budget")
     ap.add_argument("--tune-only", action="store_true", help="tune the shapes that have no run yet, then stop")
+    ap.add_argument("--tune-args", default="",
+                    help="more `evotune run` options for those tuning runs, e.g. \"--sanitize none --baselines none\" "
+                         "(quicker: this benchmark measures the vendors itself)")
     ap.add_argument("--rep", type=int, default=200,
                     help="ms of GPU time per contender over all rounds, for each of the two figures")
     ap.add_argument("--calls", type=int, default=100, help="most calls per contender per round for kernel time")

@@ -110,15 +110,15 @@
 //                producer threads each k-tile, 1 packed once per launch into
 //                padded scratch copies and loaded by TMA.
 //   SKINNY       0, or the CUDA-core path for a few rows (below) in place of
-//                everything above, as columns per lane x 100 + warps per CTA
-//                (208: two columns per lane, 8 warps).
+//                everything above but SPLIT_K, as columns per lane x 100 +
+//                warps per CTA (208: two columns per lane, 8 warps).
 //   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
 //                dirty lines other kernels left in L2.
 //
 // Launch (spec.toml): SKINNY > 0, a grid of cdiv(N, 32 * columns per lane) x
-// cdiv(M, 16) CTAs of 32 * warps threads; otherwise a 1-D grid of whole clusters, block = 128*CONSUMER_WG +
+// cdiv(M, 16) x SPLIT_K CTAs of 32 * warps threads; otherwise a 1-D grid of whole clusters, block = 128*CONSUMER_WG +
 // (PRODUCER ? 128 : EPILOGUE >= 4 ? 64 : 32), dynamic shared memory = 1024 (alignment slack) +
 // STAGES * stage bytes + epilogue staging + 256 (barriers).
 //
@@ -1358,13 +1358,21 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
 // set, measured slower on an H100: 526 against 427 us at 16 x 50257 x 4096.)
 // The warps' partial sums meet in shared memory (fp32 atomics), and the CTA
 // writes its 16 x 32*kSkCols piece of C. Correct for any M (more rows: more
-// CTAs along y).
+// CTAs along y). SPLIT_K > 1 splits K across CTAs (blockIdx.z, slices of
+// whole chunks), for GEMMs whose columns alone leave SMs idle (1 x 4096):
+// each slice writes its partial tile to the workspace, and the slice that
+// finishes last adds them up into C and re-arms the tile's counter.
+// (Bulk copies of each row's piece into a shared-memory ring measured far
+// slower on an H100, 52 against 18 us at 1 x 4096 x 4096: one TMA request
+// per 256-byte row; a 2-D map over B's rows by residue class, whose boxes
+// start off 16-byte boundaries when N is odd, dies with an illegal
+// instruction.)
 
 constexpr int kSkCols = SKINNY > 0 ? SKINNY / 100 : 1;
 constexpr int kSkWarps = SKINNY > 0 ? SKINNY % 100 : 8;
 constexpr int kSkChunk = 16 * kSkWarps;  // k-rows staged per pass
 constexpr int kSkTile = 32 * kSkCols;    // columns per CTA
-constexpr int kSkSmemBytes = 16 * kSkChunk * 4 + 16 * kSkTile * 4;
+constexpr int kSkSmemBytes = 16 * kSkChunk * 4 + 16 * kSkTile * 4 + 16;  // A, the sums, a flag
 
 __device__ __forceinline__ float sk_bits_to_float(unsigned short b) {
 #if defined(EVOTUNE_DTYPE_BF16)
@@ -1387,33 +1395,40 @@ __device__ __forceinline__ void sk_load_b(unsigned short (&b)[16][kSkCols], cons
 }
 
 __device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
-                                            evotune_elem_t* __restrict__ C, int M, int N, int K,
+                                            evotune_elem_t* __restrict__ C, float* __restrict__ workspace,
+                                            unsigned* __restrict__ counters, int M, int N, int K,
                                             unsigned char* smem_raw) {
   float* as = reinterpret_cast<float*>(smem_raw);  // [16][kSkChunk]: A's rows m0.., this chunk's k
   float* red = as + 16 * kSkChunk;                 // [16][kSkTile]: the warps' sums
+  int* last_flag = reinterpret_cast<int*>(red + 16 * kSkTile);
   const unsigned short* Bb = reinterpret_cast<const unsigned short*>(B);
   const unsigned short* Ab = reinterpret_cast<const unsigned short*>(A);
   const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
   const int n0 = (int)blockIdx.x * kSkTile, m0 = (int)blockIdx.y * 16;
   const int rows = min(16, M - m0);
+  // This CTA's slice of K: whole chunks, SPLIT_K slices (the last ones may be empty).
+  const int kper = (K + SPLIT_K - 1) / SPLIT_K;
+  const int kslice = (kper + kSkChunk - 1) / kSkChunk * kSkChunk;
+  const int kbeg = min(K, (int)blockIdx.z * kslice), kend = min(K, kbeg + kslice);
   if (threadIdx.x == 0) {  // the spec's smem expression must cover this layout
     unsigned dyn;
     asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(dyn));
     if (dyn < (unsigned)kSkSmemBytes) __trap();
   }
   for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += 32 * kSkWarps) red[i] = 0.f;
+  __syncthreads();  // zeroed before any warp adds to it (a K slice may be empty: no barrier in the loop)
   float acc[16][kSkCols];
 #pragma unroll
   for (int m = 0; m < 16; ++m)
 #pragma unroll
     for (int c = 0; c < kSkCols; ++c) acc[m][c] = 0.f;
-  for (int kc = 0; kc < K; kc += kSkChunk) {
+  for (int kc = kbeg; kc < kend; kc += kSkChunk) {
     unsigned short b[16][kSkCols];
-    sk_load_b(b, Bb, kc + 16 * warp, n0, lane, N, K);  // in flight while A is staged
+    sk_load_b(b, Bb, kc + 16 * warp, n0, lane, N, kend);  // in flight while A is staged
     __syncthreads();  // the previous chunk's A is read by every warp
     for (int i = (int)threadIdx.x; i < 16 * kSkChunk; i += 32 * kSkWarps) {
       const int m = i / kSkChunk, k = i % kSkChunk;
-      as[i] = (m < rows && kc + k < K) ? sk_bits_to_float(Ab[(size_t)(m0 + m) * K + kc + k]) : 0.f;
+      as[i] = (m < rows && kc + k < kend) ? sk_bits_to_float(Ab[(size_t)(m0 + m) * K + kc + k]) : 0.f;
     }
     __syncthreads();
 #pragma unroll
@@ -1440,9 +1455,40 @@ __device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A
 #pragma unroll
       for (int c = 0; c < kSkCols; ++c) atomicAdd(red + m * kSkTile + lane + 32 * c, acc[m][c]);
   __syncthreads();
-  for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += 32 * kSkWarps) {
-    const int m = i / kSkTile, j = i % kSkTile;
-    if (m < rows && n0 + j < N) C[(size_t)(m0 + m) * N + n0 + j] = evotune_ptx::from_float(red[i]);
+  if constexpr (SPLIT_K == 1) {
+    for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += (int)blockDim.x) {
+      const int m = i / kSkTile, j = i % kSkTile;
+      if (m < rows && n0 + j < N) C[(size_t)(m0 + m) * N + n0 + j] = evotune_ptx::from_float(red[i]);
+    }
+  } else {
+    // This slice's partial tile, then the tile's counter; the last slice sums.
+    const size_t slice = (size_t)M * N;
+    for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += (int)blockDim.x) {
+      const int m = i / kSkTile, j = i % kSkTile;
+      if (m < rows && n0 + j < N) workspace[blockIdx.z * slice + (size_t)(m0 + m) * N + n0 + j] = red[i];
+    }
+    __threadfence();
+    __syncthreads();
+    unsigned* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
+    if (threadIdx.x == 0) {
+      const unsigned done = atomicAdd(counter, 1u);
+      *last_flag = done == SPLIT_K - 1;
+      if (done == SPLIT_K - 1) *counter = 0;  // re-armed for the next launch
+    }
+    __syncthreads();
+    if (*last_flag) {
+      __threadfence();
+      for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += (int)blockDim.x) {
+        const int m = i / kSkTile, j = i % kSkTile;
+        if (m < rows && n0 + j < N) {
+          const size_t at = (size_t)(m0 + m) * N + n0 + j;
+          float sum = 0.f;
+#pragma unroll
+          for (int z = 0; z < SPLIT_K; ++z) sum += __ldcg(workspace + z * slice + at);
+          C[at] = evotune_ptx::from_float(sum);
+        }
+      }
+    }
   }
 }
 
@@ -1463,7 +1509,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 
   using namespace evotune_sm90;
   extern __shared__ __align__(128) unsigned char gemm_smem[];
   if constexpr (SKINNY > 0) {
-    skinny_gemm(A, B, C, M, N, K, gemm_smem);
+    skinny_gemm(A, B, C, workspace, counters, M, N, K, gemm_smem);
     return;
   }
   // PACK=1: a misaligned operand is copied into its padded scratch buffer

@@ -375,7 +375,7 @@ TEST_CASE("an entry point the source does not define is a compile error that say
   CHECK(res.log.rfind("error: entry point 'absent' not found in the compiled code", 0) == 0);
 }
 
-TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane blocks, for M <= 16 only",
+TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane blocks (x K slices), for M <= 16 only",
           "[compile][plan]") {
   TempCache cache;
   KernelSpec spec = load_kernel("gemm_sm90");
@@ -391,7 +391,24 @@ TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane b
   CHECK(l.dims.grid == std::array<int64_t, 3>{(50257 + 63) / 64, 1, 1});
   CHECK(l.dims.block == std::array<int64_t, 3>{256, 1, 1});
   CHECK(l.dims.cluster == std::array<int64_t, 3>{1, 1, 1});
-  CHECK(l.dims.smem == 16 * 16 * 8 * 4 + 16 * 64 * 4);
+  CHECK(l.dims.smem == 16 * 16 * 8 * 4 + 16 * 64 * 4 + 16);  // A's chunk, the sums, a flag
+  // Split K: one more grid dimension, a counter per tile and a partial C per slice.
+  Config split = c;
+  split.values["SPLIT_K"] = 8;
+  const Problem gemv = spec.parse_problem("M=1,N=4096,K=4096", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {gemv}, dev).valid(split));
+  LaunchPlan ls = Planner(spec, dev).launch(split, gemv, 0);
+  CHECK(ls.dims.grid == std::array<int64_t, 3>{4096 / 64, 1, 8});
+  auto scratch = [](const LaunchPlan& plan, const std::string& name) {
+    for (const ScratchPlan& s : plan.scratch)
+      if (s.name == name) return s.count;
+    return int64_t{-1};
+  };
+  CHECK(scratch(ls, "counters") == 4096 / 64);
+  CHECK(scratch(ls, "workspace") == 8 * 4096);
+  CHECK(scratch(l, "counters") == 1);
+  // Not where the tiles alone fill the GPU (786 tiles at 16 x 50257).
+  CHECK_FALSE(SearchSpace(spec, {p}, dev).valid(split));
   // A check shape with more rows: more CTAs along y, one per 16 rows.
   LaunchPlan tall = Planner(spec, dev).launch(c, spec.parse_problem("M=1000,N=777,K=520", Dtype::bf16), 0);
   CHECK(tall.dims.grid == std::array<int64_t, 3>{(777 + 63) / 64, (1000 + 15) / 16, 1});
@@ -406,7 +423,8 @@ TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane b
   SearchSpace space(spec, {p}, dev);
   const std::vector<Config>* all = space.enumerate_valid();
   REQUIRE(all);
-  CHECK(std::count_if(all->begin(), all->end(), [](const Config& x) { return x.values.at("SKINNY") > 0; }) == 8);
+  CHECK(std::count_if(all->begin(), all->end(), [](const Config& x) { return x.values.at("SKINNY") > 0; }) ==
+        8 + 2);  // every value unsplit; 4 columns per lane (393 tiles) also in 2 K slices
 
   // Every value within the registers, the largest CTAs included.
   for (int64_t v : spec.find_param("SKINNY")->values) {

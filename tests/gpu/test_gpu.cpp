@@ -273,6 +273,7 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"gemm_sm90", {"M=333,N=1,K=1"}, "bf16"},
       {"gemm_sm90", {"M=16,N=5003,K=1032"}, "bf16"},  // decode-sized rows, a vocabulary-like odd N
       {"gemm_sm90", {"M=5,N=3001,K=777"}, "fp16"},    // a few rows, not 16 (SKINNY)
+      {"gemm_sm90", {"M=3,N=2048,K=3001"}, "bf16"},   // B's rows aligned, A's not; K split
       // B stored transposed (x @ W.T): W's rows misaligned (K odd) and aligned.
       {"gemm_sm90", {"M=777,N=1333,K=2049,TB=1"}, "bf16"},
       {"gemm_sm90", {"M=1000,N=3001,K=520,TB=1"}, "fp16"},
@@ -345,6 +346,8 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"SKINNY", 104}},
                                                 {{"SKINNY", 216}},
                                                 {{"SKINNY", 408}},
+                                                {{"SKINNY", 208}, {"SPLIT_K", 4}},
+                                                {{"SKINNY", 104}, {"SPLIT_K", 8}},
                                                 {{"L2_HINT", 2}},
                                                 {{"L2_HINT", 3}},
                                                 {{"EPILOGUE", 2}},
