@@ -191,9 +191,9 @@ def make_tensors(problem, override):
         if a["kind"] == "scratch" or a["init"] == "zero":
             out[a["name"]] = torch.zeros(n, dtype=dt, device="cuda")
         elif a["init"] == "uniform":
-            out[a["name"]] = ((torch.rand(n, device="cuda") * 2 - 1) * a["scale"]).to(dt)
+            out[a["name"]] = (a.get("offset", 0.0) + (torch.rand(n, device="cuda") * 2 - 1) * a["scale"]).to(dt)
         else:
-            out[a["name"]] = (torch.randn(n, device="cuda") * a["scale"]).to(dt)
+            out[a["name"]] = (a.get("offset", 0.0) + torch.randn(n, device="cuda") * a["scale"]).to(dt)
     return out
 
 

@@ -108,6 +108,8 @@ std::string rule_violation(ValueRule rule, const Value& v) {
       return v.is_integral() && v.as_int() >= 1 ? "" : "must be a positive integer";
     case ValueRule::nonneg_int:
       return v.is_integral() && v.as_int() >= 0 ? "" : "must be an integer >= 0";
+    case ValueRule::number:
+      return std::isfinite(v.as_double()) ? "" : "must be a finite number";
     case ValueRule::nonneg_number:
       return v.as_double() >= 0 ? "" : "must be a number >= 0";
     case ValueRule::fraction:
@@ -490,7 +492,10 @@ std::vector<ExprSite> KernelSpec::expr_sites() const {
     } else if (a.is_buffer) {
       // In and out buffers are allocated and filled per problem, before any config.
       add(where + " count", a.count, ValueRule::positive_int, a.role == ArgRole::scratch);
-      if (a.role != ArgRole::scratch) add(where + " scale", a.init_scale, ValueRule::nonneg_number, false);
+      if (a.role != ArgRole::scratch) {
+        add(where + " scale", a.init_scale, ValueRule::nonneg_number, false);
+        add(where + " offset", a.init_offset, ValueRule::number, false);
+      }
     } else {
       const bool to_reference = std::find(reference.args.begin(), reference.args.end(), a.name) != reference.args.end();
       add(where + " value", a.value, ValueRule::any, !to_reference);
@@ -1036,6 +1041,13 @@ void read_buffer_arg(const TomlReader& r, const toml::table& t, const std::strin
     }
     a.init_scale = r.expr_of(*sc, where + ".scale");
   }
+  if (const toml::node* off = t.get("offset")) {
+    if (off->is_number()) {
+      const double v = off->is_integer() ? static_cast<double>(*off->value<int64_t>()) : *off->value<double>();
+      if (!std::isfinite(v)) r.fail(where, "offset must be a finite number or an expression of the dims");
+    }
+    a.init_offset = r.expr_of(*off, where + ".offset");
+  }
 }
 
 void read_scalar_arg(const TomlReader& r, const toml::table& t, const std::string& where, const std::string& type,
@@ -1065,8 +1077,8 @@ void read_args(const TomlReader& r, const toml::table& root, KernelSpec& s) {
     a.name = r.str(t, "name", "[[arg]]", true);
     std::string where = "[[arg]] " + a.name;
     r.only_keys(t, where,
-                {"name", "type", "count", "value", "role", "init", "scale", "tensor", "dims", "strides", "box",
-                 "swizzle", "l2_promotion", "enabled", "oob"});
+                {"name", "type", "count", "value", "role", "init", "scale", "offset", "tensor", "dims", "strides",
+                 "box", "swizzle", "l2_promotion", "enabled", "oob"});
     std::string type = r.str(t, "type", where, true);
     if (type == "tmap")
       read_tmap_arg(r, t, where, a);

@@ -58,6 +58,9 @@ struct ArgSpec {
   // Stddev (normal) or half-range (uniform), per problem: a number, or an
   // expression over the dims (0: an all-zero tensor, e.g. on a check shape).
   Expr init_scale = Expr::constant(Value(1.0));
+  // Added to every normal or uniform value (uniform around it: positive
+  // factors such as per-head descales); a number or an expression.
+  Expr init_offset = Expr::constant(Value(0.0));
 };
 
 struct LaunchSpec {
@@ -137,6 +140,7 @@ enum class ValueRule {
   any,
   positive_int,   // grid, block, cluster, buffer counts, tensor map extents
   nonneg_int,     // dynamic shared memory, gates
+  number,         // input offsets: any finite number
   nonneg_number,  // tolerances, flops, bytes
   fraction,       // max_bad_frac: 0 to 1
 };

@@ -249,7 +249,7 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
       const uint64_t seed = req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + b.salt;
       GuardedBuffer buf = allocate(static_cast<size_t>(b.count) * static_cast<size_t>(elem_bytes(b.elem)), seed);
       if (b.role == ArgRole::in)
-        fill(buf.data(), b.elem, b.count, b.init, b.scale, seed);
+        fill(buf.data(), b.elem, b.count, b.init, b.scale, b.offset, seed);
       else
         poison(buf.data(), b.elem, b.count);
       st.buffers.emplace(b.name, std::move(buf));
@@ -337,13 +337,14 @@ std::string GpuSession::guard_damage(const GuardedBuffer& buf, const std::string
   return join(why, "; ");
 }
 
-void GpuSession::fill(void* p, ElemType elem, int64_t count, InitKind init, double scale, uint64_t seed) {
+void GpuSession::fill(void* p, ElemType elem, int64_t count, InitKind init, double scale, double offset,
+                      uint64_t seed) {
   if (count == 0) return;
   long long n = count;
   int e = elem_code(elem), k = static_cast<int>(init);
-  float sc = static_cast<float>(scale);
+  float sc = static_cast<float>(scale), off = static_cast<float>(offset);
   unsigned long long sd = seed;
-  void* args[] = {&p, &n, &e, &k, &sc, &sd};
+  void* args[] = {&p, &n, &e, &k, &sc, &off, &sd};
   cuda::check(cuda::driver().launchKernel(fill_fn_, grid_for(count, num_sms_), 1, 1, 256, 1, 1, 0, stream_->get(), args,
                                           nullptr),
               "evotune_fill");
@@ -493,7 +494,7 @@ GpuSession::Candidate GpuSession::load(const EvalRequest& req) {
         const int64_t count = std::max<int64_t>(sp.count, 1);
         pp.scratch.push_back(allocate(static_cast<size_t>(count) * static_cast<size_t>(elem_bytes(sp.elem)), ++salt));
         pp.scratch_names.push_back(sp.name.empty() ? "scratch" : sp.name);
-        fill(pp.scratch.back().data(), sp.elem, count, sp.init, 1.0, 12345);
+        fill(pp.scratch.back().data(), sp.elem, count, sp.init, 1.0, 0.0, 12345);
       }
       pp.launcher = std::make_unique<Launcher>(fn, lp, st.buffers, pp.scratch);
     } catch (const EngineError& e) {

@@ -59,7 +59,7 @@ class GpuSession {
   struct Candidate;
 
   GuardedBuffer allocate(size_t bytes, uint64_t salt);
-  void fill(void* p, ElemType elem, int64_t count, InitKind init, double scale, uint64_t seed);
+  void fill(void* p, ElemType elem, int64_t count, InitKind init, double scale, double offset, uint64_t seed);
   void poison(void* p, ElemType elem, int64_t count);
   unsigned long long checksum(const GuardedBuffer& buf);
   // Why a guard of `buf` changed ("wrote 4 bytes past the end of ..."), or empty.

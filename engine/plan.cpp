@@ -23,6 +23,7 @@ void to_json(nlohmann::json& j, const BufferPlan& b) {
        {"role", static_cast<int>(b.role)},
        {"init", static_cast<int>(b.init)},
        {"scale", b.scale},
+       {"offset", b.offset},
        {"salt", b.salt}};
 }
 void from_json(const nlohmann::json& j, BufferPlan& b) {
@@ -32,6 +33,7 @@ void from_json(const nlohmann::json& j, BufferPlan& b) {
   b.role = enum_from<ArgRole>(j.at("role"));
   b.init = enum_from<InitKind>(j.at("init"));
   b.scale = j.at("scale");
+  b.offset = j.value("offset", 0.0);  // absent before offsets existed
   b.salt = j.at("salt");
 }
 
@@ -239,6 +241,7 @@ ProblemSetup Planner::problem_setup(const Problem& p, bool timed, int reference_
     b.role = a.role;
     b.init = a.init;
     b.scale = scope.eval(a.init_scale, ValueRule::nonneg_number, "[[arg]] " + a.name + " scale").as_double();
+    b.offset = scope.eval(a.init_offset, ValueRule::number, "[[arg]] " + a.name + " offset").as_double();
     b.salt = salt;
     s.buffers.push_back(b);
     if (a.role == ArgRole::out) {

@@ -23,7 +23,8 @@ struct BufferPlan {
   ArgRole role = ArgRole::in;
   InitKind init = InitKind::normal;
   double scale = 1.0;
-  uint64_t salt = 0;  // mixed into the seed so each buffer differs
+  double offset = 0.0;  // added to normal and uniform values
+  uint64_t salt = 0;    // mixed into the seed so each buffer differs
 };
 
 // A TMA tensor map to encode over one of the problem's buffers.

@@ -45,7 +45,7 @@ __device__ __forceinline__ float fp8_to_float(__nv_fp8_storage_t b, __nv_fp8_int
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(b, kind)));
 }
 
-extern "C" __global__ void evotune_fill(void* p, long long n, int elem, int init, float scale,
+extern "C" __global__ void evotune_fill(void* p, long long n, int elem, int init, float scale, float offset,
                                         unsigned long long seed) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     unsigned long long h1 = mix64(seed ^ mix64((unsigned long long)i));
@@ -53,8 +53,8 @@ extern "C" __global__ void evotune_fill(void* p, long long n, int elem, int init
     float v;
     if (init == 2) v = 0.0f;
     else if (init == 3) v = 1.0f;
-    else if (init == 1) v = (2.0f * unit_float(h1) - 1.0f) * scale;
-    else v = sqrtf(-2.0f * logf(unit_float(h1))) * cospif(2.0f * unit_float(h2)) * scale;
+    else if (init == 1) v = offset + (2.0f * unit_float(h1) - 1.0f) * scale;
+    else v = offset + sqrtf(-2.0f * logf(unit_float(h1))) * cospif(2.0f * unit_float(h2)) * scale;
     store_elem(p, i, elem, init, v, h2);
   }
 }

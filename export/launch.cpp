@@ -63,7 +63,8 @@ json arg_json(const ArgSpec& a, const ArgPlan& ap, const Problem& p, const Scope
               {"count", scope.eval(a.count).as_int()},
               {"role", to_string(a.role)},
               {"init", to_string(a.init)},
-              {"scale", scope.eval(a.init_scale).as_double()}});
+              {"scale", scope.eval(a.init_scale).as_double()},
+              {"offset", scope.eval(a.init_offset).as_double()}});
   }
   return x;
 }

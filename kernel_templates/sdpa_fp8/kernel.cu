@@ -34,7 +34,8 @@
 //  * O is divided by the row sums, times v_descale (and 1/256), and stored.
 //
 // Tunables (spec.toml lists their values): BLOCK_N, WARPS, M_TILES, STAGES,
-// Q_IN_REGS, P_SCALE, P16, MIN_BLOCKS. Problem: HEAD_DIM (64, 128, 256), IS_CAUSAL.
+// Q_IN_REGS, P_SCALE, P16, MIN_BLOCKS. Problem: HEAD_DIM (64, 128, 256), IS_CAUSAL,
+// FP8_DESCALE_PER_HEAD.
 
 #include <cuda_fp8.h>
 
@@ -45,6 +46,9 @@
 #endif
 #ifndef IS_CAUSAL
 #define IS_CAUSAL 0
+#endif
+#ifndef FP8_DESCALE_PER_HEAD
+#define FP8_DESCALE_PER_HEAD 0  // 1: per (batch, key/value head) factors on the descales
 #endif
 #ifndef BLOCK_N
 #define BLOCK_N 64
@@ -186,7 +190,8 @@ __device__ __forceinline__ unsigned half2_bits(float x, float y) {
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     sdpa_fp8(const unsigned char* __restrict__ Q, const unsigned char* __restrict__ K,
              const unsigned char* __restrict__ V, evotune_elem_t* __restrict__ O, int H, int S, int SKV, int group,
-             float scale, float q_descale, float k_descale, float v_descale) {
+             float scale, float q_descale, float k_descale, float v_descale, const float* __restrict__ q_descales,
+             const float* __restrict__ k_descales, const float* __restrict__ v_descales) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem& sm = *reinterpret_cast<Smem*>(smem_raw);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -194,7 +199,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
   const int m0 = blockIdx.x * BLOCK_M;
   const size_t head = (size_t)blockIdx.y * S * HEAD_DIM;  // Q and O: head b*H + h
   const int b = blockIdx.y / H, h = blockIdx.y % H;
-  const size_t kv_head = ((size_t)b * (H / group) + h / group) * SKV * HEAD_DIM;
+  const int kvh = b * (H / group) + h / group;  // this head's key/value head, over the batch
+  const size_t kv_head = (size_t)kvh * SKV * HEAD_DIM;
+#if FP8_DESCALE_PER_HEAD
+  q_descale *= q_descales[kvh];
+  k_descale *= k_descales[kvh];
+  v_descale *= v_descales[kvh];
+#endif
   const unsigned char* q_head = Q + head;
   const unsigned char* k_head = K + kv_head;
   const unsigned char* v_head = V + kv_head;

@@ -12,6 +12,9 @@
 #ifndef IS_CAUSAL
 #define IS_CAUSAL 0
 #endif
+#ifndef FP8_DESCALE_PER_HEAD
+#define FP8_DESCALE_PER_HEAD 0  // 1: per (batch, key/value head) factors on the descales
+#endif
 
 #define REF_THREADS 128
 #define REF_WARPS (REF_THREADS / 32)
@@ -30,14 +33,21 @@ __device__ float ref_dot(const float* q, const unsigned char* k, float k_descale
 
 extern "C" __global__ void __launch_bounds__(REF_THREADS)
     sdpa_fp8_reference(const unsigned char* Q, const unsigned char* K, const unsigned char* V, float* O, int H, int S,
-                       int SKV, int group, float scale, float q_descale, float k_descale, float v_descale) {
+                       int SKV, int group, float scale, float q_descale, float k_descale, float v_descale,
+                       const float* q_descales, const float* k_descales, const float* v_descales) {
   __shared__ float q[HEAD_DIM];
   __shared__ float p[REF_CHUNK];
   __shared__ float red[REF_WARPS];
   const int i = blockIdx.x;
   const size_t head = (size_t)blockIdx.y * S * HEAD_DIM;
   const int b = blockIdx.y / H, h = blockIdx.y % H;
-  const size_t kv = ((size_t)b * (H / group) + h / group) * SKV * HEAD_DIM;
+  const int kvh = b * (H / group) + h / group;
+  const size_t kv = (size_t)kvh * SKV * HEAD_DIM;
+#if FP8_DESCALE_PER_HEAD
+  q_descale *= q_descales[kvh];
+  k_descale *= k_descales[kvh];
+  v_descale *= v_descales[kvh];
+#endif
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int n_keys = IS_CAUSAL ? max(0, min(SKV, i + 1 + SKV - S)) : SKV;
   if (n_keys == 0) {

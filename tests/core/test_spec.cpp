@@ -382,6 +382,10 @@ TEST_CASE("spec values are validated at load", "[spec]") {
           "[[arg]] X scale \"1 - 2\"");
   rejects(replace(kSpec, "name = \"X\"\ntype = \"elem*\"", "name = \"X\"\ntype = \"elem*\"\nscale = \"TILE\""),
           "reads parameter TILE");
+  // So may its offset, any finite number.
+  const std::string x_arg = "name = \"X\"\ntype = \"elem*\"";
+  rejects(replace(kSpec, x_arg, x_arg + "\noffset = \"1e308 * 1e308\""), "[[arg]] X offset \"1e308 * 1e308\"");
+  rejects(replace(kSpec, x_arg, x_arg + "\noffset = \"TILE\""), "reads parameter TILE");
   // Evaluated per problem, before any config: a parameter there, even
   // through a let, cannot have a value.
   rejects(replace(kSpec, "max_abs = \"0.01 * sqrt(N)\"", "max_abs = \"0.01 * TILE\""), "reads parameter TILE");

@@ -476,6 +476,38 @@ TEST_CASE("an input's scale is evaluated per problem: sdpa_fp8's check shapes wi
   CHECK(zero_kv == 1);
 }
 
+TEST_CASE("sdpa_fp8 DESCALE=1: per-head descale factors drawn around 1 (an input's offset) for kernel and reference",
+          "[compile][plan]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("sdpa_fp8");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  auto buffers = [&](const Problem& p) {
+    std::map<std::string, BufferPlan> out;
+    for (const BufferPlan& b : Planner(spec, dev).problem_setup(p, false, 1).buffers) out[b.name] = b;
+    return out;
+  };
+  // One factor per batch and key/value head for each of Q, K, V, uniform in [0.5, 1.5].
+  const Problem per_head = spec.parse_problem("B=2,H=8,HKV=2,S=512,D=64,DESCALE=1", Dtype::bf16);
+  std::map<std::string, BufferPlan> b = buffers(per_head);
+  for (const char* name : {"q_descales", "k_descales", "v_descales"}) {
+    INFO(name);
+    CHECK(b.at(name).count == 2 * 2);
+    CHECK(b.at(name).elem == ElemType::f32);
+    CHECK(b.at(name).init == InitKind::uniform);
+    CHECK(b.at(name).offset == 1.0);
+    CHECK(b.at(name).scale == 0.5);
+  }
+  CHECK(b.at("Q").offset == 0.0);  // the tensors themselves stay centred
+  // Per tensor only (the default): a placeholder the kernel never reads.
+  CHECK(buffers(spec.parse_problem("B=2,H=8,HKV=2,S=512,D=64", Dtype::bf16)).at("q_descales").count == 1);
+  // The check shapes inherit it, and both kernel and reference compile with it.
+  for (const Problem& cs : spec.check_problems({per_head})) CHECK(cs.at("DESCALE") == 1);
+  CompileResult res = compile_config(spec, spec.default_config(), per_head, dev, arch_for(90, spec.arch_specific));
+  INFO(res.log);
+  REQUIRE(res.ok);
+  CHECK(res.res.spill_bytes() == 0);
+}
+
 TEST_CASE("gemm_sm90 TB=1: B stored transposed is read by TMA along K, packed where K is misaligned",
           "[compile][plan]") {
   TempCache cache;

@@ -290,6 +290,8 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"sdpa_fp8", {"B=2,H=4,HKV=2,S=333,SKV=517,D=128,CAUSAL=1"}, "fp16"},
       {"sdpa_fp8", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "bf16"},
       {"sdpa_fp8", {"B=1,H=2,S=200,D=256"}, "bf16"},
+      // Per-head descales (a factor per batch and key/value head), grouped heads.
+      {"sdpa_fp8", {"B=2,H=4,HKV=2,S=200,SKV=333,D=64,CAUSAL=1,DESCALE=1"}, "fp16"},
   };
   // EVOTUNE_TEST_KERNELS=gemm_sm90,sdpa_fp8 limits the cases to those
   // templates (a quicker check of one template on a device).
