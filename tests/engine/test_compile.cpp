@@ -76,6 +76,13 @@ const TensorMapPlan* tmap_over(const LaunchPlan& l, const std::string& buffer) {
   return nullptr;
 }
 
+// The element count of a launch's scratch buffer `name` (-1: none).
+int64_t scratch_count(const LaunchPlan& l, const std::string& name) {
+  for (const ScratchPlan& s : l.scratch)
+    if (s.name == name) return s.count;
+  return -1;
+}
+
 }  // namespace
 
 TEST_CASE("NVRTC compiles to a cubin for the named architecture and reports resources", "[compile]") {
@@ -399,14 +406,9 @@ TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane b
   REQUIRE(SearchSpace(spec, {gemv}, dev).valid(split));
   LaunchPlan ls = Planner(spec, dev).launch(split, gemv, 0);
   CHECK(ls.dims.grid == std::array<int64_t, 3>{4096 / 64, 1, 8});
-  auto scratch = [](const LaunchPlan& plan, const std::string& name) {
-    for (const ScratchPlan& s : plan.scratch)
-      if (s.name == name) return s.count;
-    return int64_t{-1};
-  };
-  CHECK(scratch(ls, "counters") == 4096 / 64);
-  CHECK(scratch(ls, "workspace") == 8 * 4096);
-  CHECK(scratch(l, "counters") == 1);
+  CHECK(scratch_count(ls, "counters") == 4096 / 64);
+  CHECK(scratch_count(ls, "workspace") == 8 * 4096);
+  CHECK(scratch_count(l, "counters") == 1);
   // Not where the tiles alone fill the GPU (786 tiles at 16 x 50257).
   CHECK_FALSE(SearchSpace(spec, {p}, dev).valid(split));
   // A check shape with more rows: more CTAs along y, one per 16 rows.
@@ -569,11 +571,6 @@ TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch 
   DeviceTraits dev = DeviceTraits::for_arch(90);
   Config c = spec.default_config();
   c.values["PACK"] = 1;
-  auto scratch = [](const LaunchPlan& l, const std::string& name) {
-    for (const ScratchPlan& s : l.scratch)
-      if (s.name == name) return s.count;
-    return int64_t{-1};
-  };
 
   // Odd K and odd N: both operands packed; rows padded to 2056 and 1336
   // elements, the maps keeping the true column counts.
@@ -590,15 +587,15 @@ TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch 
   CHECK(tb->enabled);
   CHECK(tb->dims == std::vector<uint64_t>{1333, 2049});
   CHECK(tb->strides_bytes == std::vector<uint64_t>{1336 * 2});
-  CHECK(scratch(l, "a_packed") == 777 * 2056);
-  CHECK(scratch(l, "b_packed") == 2049 * 1336);
+  CHECK(scratch_count(l, "a_packed") == 777 * 2056);
+  CHECK(scratch_count(l, "b_packed") == 2049 * 1336);
 
   // Only N misaligned: A stays where it is.
   Problem odd_n = spec.parse_problem("M=512,N=1001,K=1024", Dtype::bf16);
   LaunchPlan ln = Planner(spec, dev).launch(c, odd_n, 0);
   CHECK_FALSE(tmap_over(ln, "a_packed")->enabled);
   CHECK(tmap_over(ln, "b_packed")->enabled);
-  CHECK(scratch(ln, "a_packed") == 1);
+  CHECK(scratch_count(ln, "a_packed") == 1);
 
   // Aligned problems have no PACK=1 configs (it would change nothing).
   CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=512,N=1024,K=1024", Dtype::bf16)}, dev).valid(c));
