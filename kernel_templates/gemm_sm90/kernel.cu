@@ -1347,32 +1347,46 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
 // SKINNY > 0: C = A·B for a few rows of A (decode-sized M), on CUDA cores.
 // Such a GEMM only streams B: 16 rows give 16 FMAs per element of B read
 // once, far below what makes tensor cores pay, and B's rows may have any
-// alignment (a vocabulary-sized N). A CTA owns 16 rows (blockIdx.y) and
-// 32 * kSkCols columns (blockIdx.x; lane l takes columns l, l + 32, ...:
+// alignment (a vocabulary-sized N). A CTA owns up to 16 rows (blockIdx.y)
+// and 32 * kSkCols columns (blockIdx.x; lane l takes columns l, l + 32, ...:
 // each load instruction reads 64 contiguous bytes of a row, whatever its
 // alignment). K runs in chunks of 16 * kSkWarps rows: the chunk's A rows are
 // staged in shared memory as fp32 (k contiguous: one 16-byte broadcast read
-// gives four k of a row), and warp w takes the chunk's rows 16w..16w+15 of
-// B, all its loads issued before the chunk's A is staged. (Keeping the next
-// chunk's loads in flight under this chunk's FMAs, in a second register
-// set, measured slower on an H100: 526 against 427 us at 16 x 50257 x 4096.)
-// The warps' partial sums meet in shared memory (fp32 atomics), and the CTA
-// writes its 16 x 32*kSkCols piece of C. Correct for any M (more rows: more
-// CTAs along y). SPLIT_K > 1 splits K across CTAs (blockIdx.z, slices of
-// whole chunks), for GEMMs whose columns alone leave SMs idle (1 x 4096):
+// gives four k of a row), loaded into registers a chunk ahead, and warp w
+// takes the chunk's rows 16w..16w+15 of B, all its loads issued before the
+// chunk's A is staged. The warps' partial sums meet in shared memory (fp32
+// atomics), and the CTA writes its piece of C. Correct for any M (more rows:
+// more CTAs along y). SPLIT_K > 1 splits K across CTAs (blockIdx.z, slices
+// of whole chunks), for GEMMs whose columns alone leave SMs idle (1 x 4096):
 // each slice writes its partial tile to the workspace, and the slice that
 // finishes last adds them up into C and re-arms the tile's counter.
-// (Bulk copies of each row's piece into a shared-memory ring measured far
-// slower on an H100, 52 against 18 us at 1 x 4096 x 4096: one TMA request
-// per 256-byte row; a 2-D map over B's rows by residue class, whose boxes
-// start off 16-byte boundaries when N is odd, dies with an illegal
-// instruction.)
+//
+// Measured slower on an H100 and dropped (docs/MEASUREMENTS.md):
+//  * the next chunk's B loads in flight under this chunk's FMAs, in a second
+//    register set: 526 against 427 us at 16 x 50257 x 4096;
+//  * bulk copies of each row's piece into a shared-memory ring: 52 against
+//    18 us at 1 x 4096 x 4096 (one TMA request per 256-byte row); a 2-D map
+//    over B's rows by residue class dies with an illegal instruction (its
+//    boxes start off 16-byte boundaries when N is odd);
+//  * B by 16-byte loads of the aligned vectors around each row's piece,
+//    shifted into place by shuffles or from a per-warp cp.async ring in
+//    shared memory: 485-611 against 396 us at 16 x 50257 x 4096 and 32
+//    against 23.5 at 1 x 4096 x 4096 (the shift costs more instructions per
+//    byte than the 2-byte loads, with few warps per SM to hide them).
 
-constexpr int kSkCols = SKINNY > 0 ? SKINNY / 100 : 1;
 constexpr int kSkWarps = SKINNY > 0 ? SKINNY % 100 : 8;
-constexpr int kSkChunk = 16 * kSkWarps;  // k-rows staged per pass
-constexpr int kSkTile = 32 * kSkCols;    // columns per CTA
-constexpr int kSkSmemBytes = 16 * kSkChunk * 4 + 16 * kSkTile * 4 + 16;  // A, the sums, a flag
+constexpr int kSkCols = SKINNY > 0 ? SKINNY / 100 : 1;
+constexpr int kSkTile = 32 * kSkCols;  // columns per CTA
+// Rows of A a CTA multiplies: the problem's M up to 16 (GEMM_SK_ROWS, a
+// define, so that a GEMV keeps one row's accumulators, not 16).
+#ifndef GEMM_SK_ROWS
+#define GEMM_SK_ROWS 16
+#endif
+constexpr int kSkRows = GEMM_SK_ROWS;
+static_assert(kSkRows >= 1 && kSkRows <= 16, "GEMM_SK_ROWS: 1..16");
+constexpr int kSkChunk = 16 * kSkWarps;                              // k-rows staged per pass
+constexpr int kSkRedOffset = 16 * kSkChunk * 4;                      // A's chunk, then the sums
+constexpr int kSkSmemBytes = kSkRedOffset + 16 * kSkTile * 4 + 16;  // and a flag
 
 __device__ __forceinline__ float sk_bits_to_float(unsigned short b) {
 #if defined(EVOTUNE_DTYPE_BF16)
@@ -1382,90 +1396,49 @@ __device__ __forceinline__ float sk_bits_to_float(unsigned short b) {
 #endif
 }
 
-// This warp's 16 rows of B in a chunk (zeros past K and N), every load issued at once.
-__device__ __forceinline__ void sk_load_b(unsigned short (&b)[16][kSkCols], const unsigned short* __restrict__ Bb,
-                                          int k0, int n0, int lane, int N, int K) {
-#pragma unroll
-  for (int r = 0; r < 16; ++r)
-#pragma unroll
-    for (int c = 0; c < kSkCols; ++c) {
-      const int n = n0 + lane + 32 * c;
-      b[r][c] = (k0 + r < K && n < N) ? __ldcs(Bb + (size_t)(k0 + r) * N + n) : (unsigned short)0;
-    }
-}
+// This CTA's place: its columns, rows and slice of K (whole chunks, SPLIT_K
+// slices; the last ones may be empty).
+struct SkCta {
+  int n0, m0, rows, kbeg, kend;
+};
 
-__device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
-                                            evotune_elem_t* __restrict__ C, float* __restrict__ workspace,
-                                            unsigned* __restrict__ counters, int M, int N, int K,
-                                            unsigned char* smem_raw) {
-  float* as = reinterpret_cast<float*>(smem_raw);  // [16][kSkChunk]: A's rows m0.., this chunk's k
-  float* red = as + 16 * kSkChunk;                 // [16][kSkTile]: the warps' sums
-  int* last_flag = reinterpret_cast<int*>(red + 16 * kSkTile);
-  const unsigned short* Bb = reinterpret_cast<const unsigned short*>(B);
-  const unsigned short* Ab = reinterpret_cast<const unsigned short*>(A);
-  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
-  const int n0 = (int)blockIdx.x * kSkTile, m0 = (int)blockIdx.y * 16;
-  const int rows = min(16, M - m0);
-  // This CTA's slice of K: whole chunks, SPLIT_K slices (the last ones may be empty).
+// Where this CTA works; checks the launch against the layout, and zeroes the
+// sums before any warp adds to them.
+__device__ __forceinline__ SkCta sk_begin(float* red, int M, int K) {
+  SkCta c;
+  c.n0 = (int)blockIdx.x * kSkTile;
+  c.m0 = (int)blockIdx.y * kSkRows;
+  c.rows = min(kSkRows, M - c.m0);
   const int kper = (K + SPLIT_K - 1) / SPLIT_K;
   const int kslice = (kper + kSkChunk - 1) / kSkChunk * kSkChunk;
-  const int kbeg = min(K, (int)blockIdx.z * kslice), kend = min(K, kbeg + kslice);
-  if (threadIdx.x == 0) {  // the spec's smem expression must cover this layout
+  c.kbeg = min(K, (int)blockIdx.z * kslice);
+  c.kend = min(K, c.kbeg + kslice);
+  if (threadIdx.x == 0) {  // the spec's smem expression must cover this layout, its grid all rows
     unsigned dyn;
     asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(dyn));
-    if (dyn < (unsigned)kSkSmemBytes) __trap();
+    if (dyn < (unsigned)kSkSmemBytes || (long long)gridDim.y * kSkRows < M) __trap();
   }
   for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += 32 * kSkWarps) red[i] = 0.f;
-  __syncthreads();  // zeroed before any warp adds to it (a K slice may be empty: no barrier in the loop)
-  float acc[16][kSkCols];
-#pragma unroll
-  for (int m = 0; m < 16; ++m)
-#pragma unroll
-    for (int c = 0; c < kSkCols; ++c) acc[m][c] = 0.f;
-  for (int kc = kbeg; kc < kend; kc += kSkChunk) {
-    unsigned short b[16][kSkCols];
-    sk_load_b(b, Bb, kc + 16 * warp, n0, lane, N, kend);  // in flight while A is staged
-    __syncthreads();  // the previous chunk's A is read by every warp
-    for (int i = (int)threadIdx.x; i < 16 * kSkChunk; i += 32 * kSkWarps) {
-      const int m = i / kSkChunk, k = i % kSkChunk;
-      as[i] = (m < rows && kc + k < kend) ? sk_bits_to_float(Ab[(size_t)(m0 + m) * K + kc + k]) : 0.f;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int r4 = 0; r4 < 16; r4 += 4) {
-      float bf[4][kSkCols];
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int c = 0; c < kSkCols; ++c) bf[r][c] = sk_bits_to_float(b[r4 + r][c]);
-#pragma unroll
-      for (int m = 0; m < 16; ++m) {
-        if (m < rows) {  // uniform: a few rows cost a few rows' FMAs
-          const float4 a = *reinterpret_cast<const float4*>(as + m * kSkChunk + 16 * warp + r4);
-#pragma unroll
-          for (int c = 0; c < kSkCols; ++c)
-            acc[m][c] = fmaf(a.x, bf[0][c], fmaf(a.y, bf[1][c], fmaf(a.z, bf[2][c], fmaf(a.w, bf[3][c], acc[m][c]))));
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int m = 0; m < 16; ++m)
-    if (m < rows)
-#pragma unroll
-      for (int c = 0; c < kSkCols; ++c) atomicAdd(red + m * kSkTile + lane + 32 * c, acc[m][c]);
+  __syncthreads();  // (a K slice may be empty: no barrier in the loop)
+  return c;
+}
+
+// The CTA's sums to C, or with SPLIT_K > 1 to this slice's partial tile,
+// the last slice adding them up.
+__device__ __forceinline__ void sk_finish(const float* red, int* last_flag, const SkCta& t,
+                                          evotune_elem_t* __restrict__ C, float* __restrict__ workspace,
+                                          unsigned* __restrict__ counters, int M, int N) {
   __syncthreads();
   if constexpr (SPLIT_K == 1) {
     for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += (int)blockDim.x) {
       const int m = i / kSkTile, j = i % kSkTile;
-      if (m < rows && n0 + j < N) C[(size_t)(m0 + m) * N + n0 + j] = evotune_ptx::from_float(red[i]);
+      if (m < t.rows && t.n0 + j < N) C[(size_t)(t.m0 + m) * N + t.n0 + j] = evotune_ptx::from_float(red[i]);
     }
   } else {
-    // This slice's partial tile, then the tile's counter; the last slice sums.
     const size_t slice = (size_t)M * N;
     for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += (int)blockDim.x) {
       const int m = i / kSkTile, j = i % kSkTile;
-      if (m < rows && n0 + j < N) workspace[blockIdx.z * slice + (size_t)(m0 + m) * N + n0 + j] = red[i];
+      if (m < t.rows && t.n0 + j < N) workspace[blockIdx.z * slice + (size_t)(t.m0 + m) * N + t.n0 + j] = red[i];
     }
     __threadfence();
     __syncthreads();
@@ -1480,8 +1453,8 @@ __device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A
       __threadfence();
       for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += (int)blockDim.x) {
         const int m = i / kSkTile, j = i % kSkTile;
-        if (m < rows && n0 + j < N) {
-          const size_t at = (size_t)(m0 + m) * N + n0 + j;
+        if (m < t.rows && t.n0 + j < N) {
+          const size_t at = (size_t)(t.m0 + m) * N + t.n0 + j;
           float sum = 0.f;
 #pragma unroll
           for (int z = 0; z < SPLIT_K; ++z) sum += __ldcg(workspace + z * slice + at);
@@ -1490,6 +1463,88 @@ __device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A
       }
     }
   }
+}
+
+// acc[m][c] += sum over four k of a[m][k] * b[k][c], a's four k one 16-byte
+// broadcast read per row (rows at a stride of `a_ld` floats).
+template <int kC>
+__device__ __forceinline__ void sk_fma4(float (&acc)[kSkRows][kC], const float* a, int a_ld, const float (&b)[4][kC],
+                                        int rows) {
+#pragma unroll
+  for (int m = 0; m < kSkRows; ++m) {
+    if (m < rows) {  // uniform: a few rows cost a few rows' FMAs
+      const float4 x = *reinterpret_cast<const float4*>(a + m * a_ld);
+#pragma unroll
+      for (int c = 0; c < kC; ++c)
+        acc[m][c] = fmaf(x.x, b[0][c], fmaf(x.y, b[1][c], fmaf(x.z, b[2][c], fmaf(x.w, b[3][c], acc[m][c]))));
+    }
+  }
+}
+
+// SKINNY < 1000: this warp's 16 rows of B in a chunk (zeros past the slice and N), every load issued at once.
+__device__ __forceinline__ void sk_load_b(unsigned short (&b)[16][kSkCols], const unsigned short* __restrict__ Bb,
+                                          int k0, int n0, int lane, int N, int kend) {
+#pragma unroll
+  for (int r = 0; r < 16; ++r)
+#pragma unroll
+    for (int c = 0; c < kSkCols; ++c) {
+      const int n = n0 + lane + 32 * c;
+      b[r][c] = (k0 + r < kend && n < N) ? __ldcs(Bb + (size_t)(k0 + r) * N + n) : (unsigned short)0;
+    }
+}
+
+__device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A, const evotune_elem_t* __restrict__ B,
+                                            evotune_elem_t* __restrict__ C, float* __restrict__ workspace,
+                                            unsigned* __restrict__ counters, int M, int N, int K,
+                                            unsigned char* smem_raw) {
+  float* as = reinterpret_cast<float*>(smem_raw);  // [16][kSkChunk]: A's rows m0.., this chunk's k
+  float* red = reinterpret_cast<float*>(smem_raw + kSkRedOffset);  // [16][kSkTile]: the warps' sums
+  int* last_flag = reinterpret_cast<int*>(red + 16 * kSkTile);
+  const unsigned short* Bb = reinterpret_cast<const unsigned short*>(B);
+  const unsigned short* Ab = reinterpret_cast<const unsigned short*>(A);
+  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  const SkCta t = sk_begin(red, M, K);
+  float acc[kSkRows][kSkCols];
+#pragma unroll
+  for (int m = 0; m < kSkRows; ++m)
+#pragma unroll
+    for (int c = 0; c < kSkCols; ++c) acc[m][c] = 0.f;
+  // A's chunk goes through registers a chunk ahead (its loads in flight
+  // under the previous chunk's FMAs): thread i holds elements i, i + threads, ...
+  constexpr int kAPer = 16 * kSkChunk / (32 * kSkWarps);
+  unsigned short a_next[kAPer];
+  auto load_a = [&](int kc) {
+#pragma unroll
+    for (int j = 0; j < kAPer; ++j) {
+      const int i = (int)threadIdx.x + j * 32 * kSkWarps, m = i / kSkChunk, k = i % kSkChunk;
+      a_next[j] = (m < t.rows && kc + k < t.kend) ? Ab[(size_t)(t.m0 + m) * K + kc + k] : (unsigned short)0;
+    }
+  };
+  load_a(t.kbeg);
+  for (int kc = t.kbeg; kc < t.kend; kc += kSkChunk) {
+    unsigned short b[16][kSkCols];
+    sk_load_b(b, Bb, kc + 16 * warp, t.n0, lane, N, t.kend);  // in flight while A is staged
+    __syncthreads();  // the previous chunk's A is read by every warp
+#pragma unroll
+    for (int j = 0; j < kAPer; ++j) as[(int)threadIdx.x + j * 32 * kSkWarps] = sk_bits_to_float(a_next[j]);
+    load_a(kc + kSkChunk);
+    __syncthreads();
+#pragma unroll
+    for (int r4 = 0; r4 < 16; r4 += 4) {
+      float bf[4][kSkCols];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < kSkCols; ++c) bf[r][c] = sk_bits_to_float(b[r4 + r][c]);
+      sk_fma4(acc, as + 16 * warp + r4, kSkChunk, bf, t.rows);
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < kSkRows; ++m)
+    if (m < t.rows)
+#pragma unroll
+      for (int c = 0; c < kSkCols; ++c) atomicAdd(red + m * kSkTile + lane + 32 * c, acc[m][c]);
+  sk_finish(red, last_flag, t, C, workspace, counters, M, N);
 }
 
 constexpr int kLaunchThreads = SKINNY > 0 ? 32 * kSkWarps : kThreads;

@@ -411,6 +411,15 @@ TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane b
   CHECK(scratch_count(l, "counters") == 1);
   // Not where the tiles alone fill the GPU (786 tiles at 16 x 50257).
   CHECK_FALSE(SearchSpace(spec, {p}, dev).valid(split));
+  // A GEMV keeps one row's accumulators (GEMM_SK_ROWS, a define per problem); 16 rows at most.
+  auto sk_rows = [&](const Config& x, const Problem& q) {
+    for (const auto& [name, value] : spec.compile_defines(x, q, dev))
+      if (name == "GEMM_SK_ROWS") return value;
+    return std::string("absent");
+  };
+  CHECK(sk_rows(split, gemv) == "1");
+  CHECK(sk_rows(c, p) == "16");
+  CHECK(sk_rows(c, spec.parse_problem("M=1000,N=777,K=520", Dtype::bf16)) == "16");
   // A check shape with more rows: more CTAs along y, one per 16 rows.
   LaunchPlan tall = Planner(spec, dev).launch(c, spec.parse_problem("M=1000,N=777,K=520", Dtype::bf16), 0);
   CHECK(tall.dims.grid == std::array<int64_t, 3>{(777 + 63) / 64, (1000 + 15) / 16, 1});
@@ -426,7 +435,7 @@ TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane b
   const std::vector<Config>* all = space.enumerate_valid();
   REQUIRE(all);
   CHECK(std::count_if(all->begin(), all->end(), [](const Config& x) { return x.values.at("SKINNY") > 0; }) ==
-        8 + 2);  // every value unsplit; 4 columns per lane (393 tiles) also in 2 K slices
+        7 + 2);  // every value unsplit; 4 columns per lane (393 tiles) also in 2 K slices
 
   // Every value within the registers, the largest CTAs included.
   for (int64_t v : spec.find_param("SKINNY")->values) {

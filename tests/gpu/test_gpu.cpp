@@ -346,7 +346,7 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"PACK", 1}, {"EPILOGUE", 4}},
                                                 {{"PACK", 1}, {"L2_HINT", 3}},
                                                 {{"SKINNY", 104}},
-                                                {{"SKINNY", 216}},
+                                                {{"SKINNY", 116}},
                                                 {{"SKINNY", 408}},
                                                 {{"SKINNY", 208}, {"SPLIT_K", 4}},
                                                 {{"SKINNY", 104}, {"SPLIT_K", 8}},
