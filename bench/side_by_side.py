@@ -14,6 +14,7 @@ sdpa_fwd elsewhere; --sdpa-kernel picks one).
     bench/side_by_side.py --evotune build/evotune --db bench.db --odd --tune-budget 96
     bench/side_by_side.py --evotune build/evotune --db bench.db --gemm 16,50257,4096,T --tune-budget 64   # x @ W.T
     bench/side_by_side.py --sdpa B=1,H=32,HKV=8,S=16,SKV=8192,D=128 --sdpa 2,8,2048,64 --tune-budget 64
+    bench/side_by_side.py --fp8 B=2,H=8,S=512,D=64 --fp8 B=4,H=16,S=4096,D=128 --tune-budget 64
 
 Attention problems are the templates' own: Q and O [B,H,S,D], K and V
 [B,HKV,SKV,D] (HKV and SKV default to H and S), CAUSAL=1 aligned bottom-right.
@@ -23,6 +24,20 @@ mask where S != SKV (backends that refuse a case are listed as skipped). The
 output is checked against the math backend in fp32 with the same mask.
 --anchors adds, beside ANCHORS.md's shapes, their causal variants and rows
 for grouped-query attention, a prefill against a longer cache and decode.
+
+FP8 attention (--fp8, --fp8-anchors): our `sdpa_fp8` on e4m3 Q, K, V drawn as
+evotune draws them (per-tensor descales from its spec; DESCALE=1 adds per-head
+factors), O in bf16, against (each where it runs on this PyTorch, and only if
+its output matches): cuDNN's FP8 attention (per-tensor descales:
+`_scaled_dot_product_attention_quantized` with PER_TENSOR where PyTorch has
+it, else `_scaled_dot_product_cudnn_attention` on the e4m3 tensors with the
+softmax scale times q and k's descales, v's descale applied after the timed
+call), FlashAttention-3's FP8 path (PER_HEAD, where FA3 can be activated),
+and in bf16 on the dequantized inputs: our best 16-bit template tuned on the
+same problem, PyTorch's flash (FA3 once an FP8 row has activated it for that
+row: the JSON's "flash_impl") and cuDNN. Every output is compared with the
+math backend in fp32 on the dequantized inputs; a contender whose relative
+error passes --fp8-max-err is listed as wrong and not timed.
 
 Timing method
 -------------
@@ -85,7 +100,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kernel_time import KernelTimer  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
-          "u32": torch.int32, "i32": torch.int32, "u8": torch.uint8}
+          "u32": torch.int32, "i32": torch.int32, "u8": torch.uint8, "e4m3": torch.float8_e4m3fn,
+          "e5m2": torch.float8_e5m2}
+FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 # The shapes of ../shared/ANCHORS.md.
 ANCHOR_GEMM = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 1024, 8192), (1000, 3000, 500), (16384, 128, 4096)]
 ANCHOR_SDPA = [("fp16", s) for s in [(1, 8, 512, 64), (2, 8, 512, 64), (2, 8, 2048, 64), (8, 16, 2048, 64),
@@ -190,10 +207,14 @@ def make_tensors(problem, override):
         n = max(a["count"], 1)
         if a["kind"] == "scratch" or a["init"] == "zero":
             out[a["name"]] = torch.zeros(n, dtype=dt, device="cuda")
-        elif a["init"] == "uniform":
-            out[a["name"]] = (a.get("offset", 0.0) + (torch.rand(n, device="cuda") * 2 - 1) * a["scale"]).to(dt)
+            continue
+        if a["init"] == "uniform":
+            x = a.get("offset", 0.0) + (torch.rand(n, device="cuda") * 2 - 1) * a["scale"]
         else:
-            out[a["name"]] = (a.get("offset", 0.0) + torch.randn(n, device="cuda") * a["scale"]).to(dt)
+            x = a.get("offset", 0.0) + torch.randn(n, device="cuda") * a["scale"]
+        if dt in FP8_MAX:  # saturated, as evotune's generator rounds (a plain cast would give NaN)
+            x = x.clamp(-FP8_MAX[dt], FP8_MAX[dt])
+        out[a["name"]] = x.to(dt)
     return out
 
 
@@ -204,7 +225,7 @@ def evotune(args, *cmd):
     return r.stdout
 
 
-ZERO_DEFAULTS = {"CAUSAL", "HKV", "SKV", "TB"}  # dimensions whose default is 0 (attention; GEMM's TB)
+ZERO_DEFAULTS = {"CAUSAL", "HKV", "SKV", "TB", "ZEROS", "DESCALE"}  # dimensions whose default is 0
 
 
 def same_problem(a, b):
@@ -388,6 +409,21 @@ def attn_flops(p):
     return 4 * p["B"] * p["H"] * pairs * p["D"]
 
 
+def attn_kwargs(p, S, skv, hkv, H):
+    """PyTorch's arguments for the template's mask: GQA, causal aligned bottom-right."""
+    kw = {"enable_gqa": hkv != H}
+    if p["CAUSAL"] and S == skv:
+        kw["is_causal"] = True
+    elif p["CAUSAL"]:
+        from torch.nn.attention.bias import causal_lower_right
+        kw["attn_mask"] = causal_lower_right(S, skv)
+    return kw
+
+
+def rel_err(out, ref):
+    return ((out.float() - ref).norm() / ref.norm()).item()
+
+
 def sdpa_case(args, timer, dtype, p):
     kernel = args.sdpa_kernel
     text = attn_text(p, kernel)
@@ -401,16 +437,11 @@ def sdpa_case(args, timer, dtype, p):
     ours = TunedKernel(doc, pr, t)
     ours()
     torch.cuda.synchronize()
-    kw = {"enable_gqa": hkv != H}
-    if p["CAUSAL"] and S == skv:
-        kw["is_causal"] = True
-    elif p["CAUSAL"]:
-        from torch.nn.attention.bias import causal_lower_right
-        kw["attn_mask"] = causal_lower_right(S, skv)
+    kw = attn_kwargs(p, S, skv, hkv, H)
     with sdpa_kernel([SDPBackend.MATH]):
         ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), **kw)
     ref = torch.nan_to_num(ref)  # rows that see no key: PyTorch NaN, ours 0
-    err = ((o.float() - ref).norm() / ref.norm()).item()
+    err = rel_err(o, ref)
     fl = attn_flops(p)
     row = {"op": "sdpa", "shape": [Bn, H, S, D], "problem": text, "dtype": dtype, "kernel": kernel, "run": run,
            "config": doc["config"], "rel_err": err, "flops": fl, "skipped": {}}
@@ -437,6 +468,138 @@ def sdpa_case(args, timer, dtype, p):
     return row
 
 
+def cudnn_fp8(q8, k8, v8, qd, kd, vd, causal, scale):
+    """cuDNN's FP8 attention with per-tensor descales: a callable for the timed
+    call, a function from its result to O, and how it was reached."""
+    try:
+        from torch.nn.attention.experimental._scaled_dot_product_attention_quantized import (
+            DescaleType, _scaled_dot_product_attention_quantized)
+        if hasattr(DescaleType, "PER_TENSOR"):
+            ds = [torch.full((1, 1, 1, 1), x, dtype=torch.float32, device="cuda") for x in (qd, kd, vd)]
+            t = DescaleType.PER_TENSOR
+            return (lambda: _scaled_dot_product_attention_quantized(
+                q8, k8, v8, is_causal=causal, scale=scale, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2],
+                q_descale_type=t, k_descale_type=t, v_descale_type=t),
+                lambda o: o, "_scaled_dot_product_attention_quantized PER_TENSOR")
+    except ImportError:
+        pass
+    # Descales folded: Q·Kᵀ's into the softmax scale; V's is linear in O, applied after the timed call.
+    return (lambda: torch.ops.aten._scaled_dot_product_cudnn_attention(
+        q8, k8, v8, None, False, 0.0, causal, False, scale=scale * qd * kd)[0],
+        lambda o: o.float() * vd, "_scaled_dot_product_cudnn_attention, scale x q,k descales, O x v descale after")
+
+
+def fa3_fp8(q8, k8, v8, qds, kds, vds, causal, scale):
+    """FlashAttention-3's FP8 path (per-head descales, [B, HKV]), where FA3 can be activated."""
+    from torch.nn.attention import activate_flash_attention_impl
+    from torch.nn.attention.experimental._scaled_dot_product_attention_quantized import (
+        DescaleType, _scaled_dot_product_attention_quantized)
+    activate_flash_attention_impl("FA3")
+    t = DescaleType.PER_HEAD
+    return lambda: _scaled_dot_product_attention_quantized(
+        q8, k8, v8, is_causal=causal, scale=scale, q_descale=qds, k_descale=kds, v_descale=vds,
+        q_descale_type=t, k_descale_type=t, v_descale_type=t)
+
+
+def fp8_case(args, timer, p):
+    """Our FP8 attention against cuDNN's and FA3's FP8 and the 16-bit kernels on
+    the dequantized inputs; see the module's docstring."""
+    text = attn_text(p, args.fp8_kernel) + (",DESCALE=1" if p.get("DESCALE") else "")
+    run, doc = winner(args, args.fp8_kernel, text, "bf16")
+    pr = doc["problems"][0]
+    t = make_tensors(pr, {})
+    scalars = {a["name"]: a["value"] for a in pr["args"] if a["kind"] == "scalar"}
+    Bn, H, S, D = p["B"], p["H"], p["S"], p["D"]
+    hkv, skv = p["HKV"] or H, p["SKV"] or S
+    q8, o = t["Q"].view(Bn, H, S, D), t["O"].view(Bn, H, S, D)
+    k8, v8 = (t[n].view(Bn, hkv, skv, D) for n in ("K", "V"))
+    qd, kd, vd, scale = (scalars[n] for n in ("q_descale", "k_descale", "v_descale", "scale"))
+    ours = TunedKernel(doc, pr, t)
+    ours()
+    torch.cuda.synchronize()
+    # Per-head factors ([B, HKV]; ones without DESCALE=1) times the per-tensor descales.
+    per_head = p.get("DESCALE", 0) == 1
+    fac = {n: (t[n + "_descales"].view(Bn, hkv) if per_head else torch.ones(Bn, hkv, device="cuda"))
+           for n in ("q", "k", "v")}
+    group = H // hkv
+    qf = q8.float() * (qd * fac["q"]).repeat_interleave(group, dim=1)[..., None, None]
+    kf = k8.float() * (kd * fac["k"])[..., None, None]
+    vf = v8.float() * (vd * fac["v"])[..., None, None]
+    kw = attn_kwargs(p, S, skv, hkv, H)
+    with sdpa_kernel([SDPBackend.MATH]):
+        ref = torch.nan_to_num(F.scaled_dot_product_attention(qf, kf, vf, scale=scale, **kw))
+    fl = attn_flops(p)
+    row = {"op": "fp8", "shape": [Bn, H, S, D], "problem": text, "dtype": "e4m3->bf16", "kernel": args.fp8_kernel,
+           "run": run, "config": doc["config"], "rel_err": rel_err(o, ref), "errors": {}, "via": {}, "flops": fl,
+           "skipped": {}}
+    names, fns = ["ours"], [ours]
+
+    def add(name, make, to_o=lambda x: x):
+        try:
+            fn = make()
+            out = to_o(fn())
+            torch.cuda.synchronize()
+        except Exception as e:  # this PyTorch lacks it, or it refuses the shape, type or mask
+            row["skipped"][name] = (str(e).splitlines()[0][:200] if str(e) else type(e).__name__)
+            return
+        err = rel_err(out.reshape(ref.shape), ref)
+        row["errors"][name] = err
+        if not err <= args.fp8_max_err:
+            row["skipped"][name] = f"wrong: relative error {err:.3g} against the fp32 reference"
+            return
+        names.append(name)
+        fns.append(fn)
+
+    causal_top = bool(p["CAUSAL"]) and S == skv  # the FP8 entry points take is_causal only (top-left = bottom-right here)
+    if p["CAUSAL"] and not causal_top:
+        row["skipped"]["cudnn_fp8"] = row["skipped"]["fa3_fp8"] = "causal with S != SKV: no bottom-right mask here"
+    else:
+        if per_head:
+            row["skipped"]["cudnn_fp8"] = "per-tensor descales only (DESCALE=1 problem)"
+        else:
+            made = {}
+
+            def make_cudnn():
+                made["fn"], made["to_o"], row["via"]["cudnn_fp8"] = cudnn_fp8(q8, k8, v8, qd, kd, vd, causal_top, scale)
+                return made["fn"]
+            add("cudnn_fp8", make_cudnn, lambda x: made["to_o"](x))
+        fa3_ds = [(d * fac[n]).float().contiguous() for n, d in (("q", qd), ("k", kd), ("v", vd))]
+        add("fa3_fp8", lambda: fa3_fp8(q8, k8, v8, *fa3_ds, causal_top, scale))
+    # 16 bits on the dequantized inputs: our best template, tuned on this problem, and PyTorch's.
+    qb, kb, vb = (x.to(torch.bfloat16) for x in (qf, kf, vf))
+    try:
+        run16, doc16 = winner(args, args.sdpa_kernel, attn_text(p, args.sdpa_kernel), "bf16")
+        pr16 = doc16["problems"][0]
+        t16 = make_tensors(pr16, {"Q": qb.reshape(-1), "K": kb.reshape(-1), "V": vb.reshape(-1)})
+        ours16 = TunedKernel(doc16, pr16, t16)
+    except (Exception, SystemExit) as e:  # no tuned run and no budget, or the template refuses the problem
+        row["skipped"]["ours_bf16"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+    else:
+        row["run_bf16"], row["config_bf16"] = run16, doc16["config"]
+        add("ours_bf16", lambda: ours16, lambda _: t16["O"])
+    for name in ("flash", "cudnn"):
+        def f(backend=BACKENDS[name]):
+            with sdpa_kernel([backend]):
+                return F.scaled_dot_product_attention(qb, kb, vb, scale=scale, **kw)
+        add(name + "_bf16", lambda f=f: f)
+    try:
+        from torch.nn.attention import current_flash_attention_impl
+        row["flash_impl"] = current_flash_attention_impl()
+    except ImportError:
+        pass
+    row.update(measure(args, timer, names, fns, fl))
+    return row
+
+
+def restore_flash():
+    """Back to PyTorch's default flash implementation (an FP8 row may have activated FA3)."""
+    try:
+        from torch.nn.attention import restore_flash_attention_impl
+        restore_flash_attention_impl()
+    except Exception:  # an older PyTorch, or nothing activated
+        pass
+
+
 def fmt(x, spec):
     return format("-", ">" + spec.split(".")[0]) if x is None else format(x, spec)
 
@@ -453,7 +616,7 @@ def label(r):
     s = r["shape"]
     if r["op"] == "gemm":
         return f"{s[0]}x{s[1]}x{s[2]}{' W.T' if r.get('tb') else ''} {r['dtype']}"
-    return f"{r['dtype']} {r.get('problem', ','.join(map(str, s)))}"
+    return f"{'fp8' if r['op'] == 'fp8' else r['dtype']} {r.get('problem', ','.join(map(str, s)))}"
 
 
 def kus(r, name, what="kernel_us"):
@@ -471,6 +634,21 @@ GEMM_HEAD = (f"{'GEMM':<22} {'ours us':>9} {'TFLOP/s':>8} {'cuBLAS us':>10} {'TF
 SDPA_HEAD = (f"{'attention':<44} {'ours us':>8} {'TFLOP/s':>7} {'flash':>8} {'cuDNN':>8} {'effic.':>8} "
              f"{'math':>9} {'vs flash':>8} {'vs cuDNN':>8} {'vs best':>8} {'spread':>7} ! {'rel err':>8} | {'ev ours':>8} "
              f"{'ev flash':>8} {'ev cuDNN':>8}")
+
+
+FP8_HEAD = (f"{'FP8 attention (O bf16)':<44} {'ours us':>8} {'TFLOP/s':>7} {'cuDNN8':>8} {'FA3 fp8':>8} "
+            f"{'ours16':>8} {'flash16':>8} {'cuDNN16':>8} {'vs cuDNN8':>9} {'vs FA3':>7} {'vs ours16':>9} "
+            f"{'spread':>7} ! {'rel err':>8} {'cuDNN8 err':>10}")
+
+
+def fp8_line(r):
+    if "error" in r:
+        return f"{label(r):<44} error: {r['error'][:150]}"
+    return (f"{label(r):<44} {kus(r, 'ours'):>8.1f} {r['contenders']['ours']['kernel_tflops']:>7.1f} "
+            f"{fmt(kus(r, 'cudnn_fp8'), '8.1f')} {fmt(kus(r, 'fa3_fp8'), '8.1f')} {fmt(kus(r, 'ours_bf16'), '8.1f')} "
+            f"{fmt(kus(r, 'flash_bf16'), '8.1f')} {fmt(kus(r, 'cudnn_bf16'), '8.1f')} "
+            f"{fmt(vs(r, 'cudnn_fp8'), '8.3f')}x {fmt(vs(r, 'fa3_fp8'), '6.3f')}x {fmt(vs(r, 'ours_bf16'), '8.3f')}x "
+            f"{pct(r['max_spread']):>7} {flag(r):1} {r['rel_err']:>8.1e} {fmt(r['errors'].get('cudnn_fp8'), '10.1e')}")
 
 
 def gemm_line(r):
@@ -495,6 +673,8 @@ def sdpa_line(r):
             f"{fmt(kus(r, 'flash', 'event_us'), '8.1f')} {fmt(kus(r, 'cudnn', 'event_us'), '8.1f')}")
 
 
+HEADS = {"gemm": GEMM_HEAD, "sdpa": SDPA_HEAD, "fp8": FP8_HEAD}
+LINES = {"gemm": gemm_line, "sdpa": sdpa_line, "fp8": fp8_line}
 LEGEND = ("# us: kernel time (CUPTI, L2 flushed, launch excluded), median over rounds; vs X: X's kernel time over "
           "ours (>1: ours faster);\n# rounds: lowest-highest per-round ratio; spread: the largest max/min-1 over "
           "rounds of any contender's kernel time or ratio;\n# !: spread over {thr:.0%} (do not quote), ?: one round; "
@@ -503,12 +683,10 @@ LEGEND = ("# us: kernel time (CUPTI, L2 flushed, launch excluded), median over r
 
 def table(rows, threshold):
     out = [LEGEND.format(thr=threshold)]
-    g = [r for r in rows if r["op"] == "gemm"]
-    a = [r for r in rows if r["op"] == "sdpa"]
-    if g:
-        out += ["", GEMM_HEAD] + [gemm_line(r) for r in g]
-    if a:
-        out += ["", SDPA_HEAD] + [sdpa_line(r) for r in a]
+    for op in ("gemm", "sdpa", "fp8"):
+        mine = [r for r in rows if r["op"] == op]
+        if mine:
+            out += ["", HEADS[op]] + [LINES[op](r) for r in mine]
     return "\n".join(out)
 
 
@@ -537,6 +715,15 @@ def main():
     ap.add_argument("--sdpa-kernel", default="auto",
                     help="attention template: sdpa_fwd_sm90, sdpa_fwd, or auto (sdpa_fwd_sm90 on sm_90, else sdpa_fwd)")
     ap.add_argument("--dtype", default="bf16", help="for --gemm/--sdpa")
+    ap.add_argument("--fp8", action="append", default=[],
+                    help="FP8 attention: B,H,S,D or B=..,H=..,S=..,D=..[,CAUSAL=1][,HKV=..][,SKV=..][,DESCALE=1] "
+                         "(repeatable; O in bf16)")
+    ap.add_argument("--fp8-anchors", action="store_true",
+                    help="FP8 attention on ANCHORS.md's attention shapes and their causal variants")
+    ap.add_argument("--fp8-kernel", default="sdpa_fp8", help="FP8 attention template")
+    ap.add_argument("--fp8-max-err", type=float, default=0.1,
+                    help="a contender of an FP8 row whose relative error against the fp32 reference passes this "
+                         "is listed as wrong, not timed")
     ap.add_argument("--anchors", action="store_true", help="every shape of ANCHORS.md (GEMM bf16, attention fp16/bf16)")
     ap.add_argument("--only", choices=["gemm", "sdpa"], help="with --anchors: one kind")
     ap.add_argument("--odd", action="store_true",
@@ -570,32 +757,45 @@ def main():
             sdpas += plain + [(d, {**p, "CAUSAL": 1}) for d, p in plain]
             if args.sdpa_kernel != "sdpa_fwd":
                 sdpas += [(d, attn_problem(t)) for d, t in ANCHOR_SDPA_EXTRA]
+    fp8s = [attn_problem(s) for s in args.fp8]
+    if args.fp8_anchors:
+        plain = list(dict.fromkeys(shape for _, shape in ANCHOR_SDPA))
+        fp8s += [attn_problem(",".join(map(str, shape))) for shape in plain]
+        fp8s += [{**attn_problem(",".join(map(str, shape))), "CAUSAL": 1} for shape in plain]
     if args.tune_only:
         for (M, N, K, TB) in gemms:
             print(f"gemm {gemm_text(M, N, K, TB)} {gemm_dtype}: run {winner(args, args.kernel, gemm_text(M, N, K, TB), gemm_dtype)[0]}")
         for dtype, p in sdpas:
             text = attn_text(p, args.sdpa_kernel)
             print(f"sdpa {dtype} {text}: run {winner(args, args.sdpa_kernel, text, dtype)[0]}")
+        for p in fp8s:
+            text = attn_text(p, args.fp8_kernel) + (",DESCALE=1" if p.get("DESCALE") else "")
+            print(f"fp8 {text}: run {winner(args, args.fp8_kernel, text, 'bf16')[0]}; "
+                  f"bf16 run {winner(args, args.sdpa_kernel, attn_text(p, args.sdpa_kernel), 'bf16')[0]}")
         return
     timer = KernelTimer()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}; "
           f"flush {timer.flush_us:.1f} us", flush=True)
-    cases = [("gemm", shape, gemm_dtype) for shape in gemms] + [("sdpa", s, d) for d, s in sdpas]
+    cases = [("gemm", shape, gemm_dtype) for shape in gemms] + [("sdpa", s, d) for d, s in sdpas] + \
+        [("fp8", p, "bf16") for p in fp8s]
     rows = []
     for n, (op, shape, dtype) in enumerate(cases):
         if n == 0 or cases[n - 1][0] != op:
-            print("\n" + (GEMM_HEAD if op == "gemm" else SDPA_HEAD), flush=True)
+            print("\n" + HEADS[op], flush=True)
         try:
-            r = gemm_case(args, timer, *shape, dtype) if op == "gemm" else sdpa_case(args, timer, dtype, shape)
+            r = gemm_case(args, timer, *shape, dtype) if op == "gemm" else \
+                sdpa_case(args, timer, dtype, shape) if op == "sdpa" else fp8_case(args, timer, shape)
         except (Exception, SystemExit) as e:  # one shape's failure (tuning, export, timing) keeps the others
             r = {"op": op, "shape": list(shape[:3]) if op == "gemm" else [shape[k] for k in "BHSD"], "dtype": dtype,
                  "error": f"{type(e).__name__}: {e}"}
             if op == "gemm":
                 r["tb"] = shape[3]
-            if op == "sdpa":
+            if op != "gemm":
                 r["problem"] = ",".join(f"{k}={v}" for k, v in shape.items() if v or k in "BHSD")
+        finally:
+            restore_flash()
         rows.append(r)
-        print(gemm_line(r) if op == "gemm" else sdpa_line(r), flush=True)
+        print(LINES[op](r), flush=True)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(document(args, timer, rows), f, indent=1)
