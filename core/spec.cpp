@@ -1265,9 +1265,10 @@ const std::vector<BaselineLibrary>& baseline_libraries() {
        {"a", "b", "c"},
        {},
        {"m", "n", "k", "top"},
-       "C[m,n] = A[m,k]·B[k,n], row-major buffers a, b, c of the problem (trans_b = 1: b holds Bᵀ, n rows of k); "
+       "C[m,n] = A[m,k]·B[k,n], row-major buffers a, b, c of the problem (trans_b = 1: b holds Bᵀ, n rows of k; "
+       "trans_a = 1: a holds Aᵀ, k rows of m); "
        "cuBLASLt's heuristic's first algorithm, and the fastest of its first `top` as '<name>-top<top>'",
-       {"trans_b"}},
+       {"trans_b", "trans_a"}},
       {"torch_sdpa",
        {},
        {"backend"},

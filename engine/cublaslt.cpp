@@ -111,7 +111,7 @@ struct CublasLtGemm::Impl {
 };
 
 CublasLtGemm::CublasLtGemm(ElemType elem, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c,
-                           int max_algos, bool trans_b)
+                           int max_algos, bool trans_b, bool trans_a)
     : impl_(std::make_unique<Impl>()) {
   Impl& x = *impl_;
   const LtApi& api = x.api;
@@ -132,7 +132,15 @@ CublasLtGemm::CublasLtGemm(ElemType elem, int64_t m, int64_t n, int64_t k, const
   } else {
     lt_check(api.layout_create(&x.la, t, static_cast<uint64_t>(n), static_cast<uint64_t>(k), n), "layout of B");
   }
-  lt_check(api.layout_create(&x.lb, t, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k), "layout of A");
+  // Our Aᵀ (row-major k×m) is column-major m×k with leading dimension m: its B
+  // is then that, transposed.
+  if (trans_a) {
+    const cublasOperation_t op = CUBLAS_OP_T;
+    lt_check(api.desc_set(x.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op, sizeof op), "transposed A");
+    lt_check(api.layout_create(&x.lb, t, static_cast<uint64_t>(m), static_cast<uint64_t>(k), m), "layout of Aᵀ");
+  } else {
+    lt_check(api.layout_create(&x.lb, t, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k), "layout of A");
+  }
   lt_check(api.layout_create(&x.lc, t, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n), "layout of C");
   lt_check(api.pref_create(&x.pref), "preference");
   const uint64_t ws = kWorkspaceBytes;

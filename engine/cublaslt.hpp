@@ -25,9 +25,10 @@ class CublasLtGemm {
  public:
   // Asks cuBLASLt's heuristic for up to `max_algos` algorithms, best first.
   // Throws LibraryMissing, or EngineError when cuBLASLt refuses the problem.
-  // `trans_b`: b holds Bᵀ (n rows of k elements) instead of B.
+  // `trans_b`: b holds Bᵀ (n rows of k elements) instead of B; `trans_a`: a
+  // holds Aᵀ (k rows of m) instead of A.
   CublasLtGemm(ElemType elem, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c, int max_algos,
-               bool trans_b = false);
+               bool trans_b = false, bool trans_a = false);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;

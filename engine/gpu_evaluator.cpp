@@ -777,8 +777,9 @@ std::vector<BaselineResult> GpuSession::cublaslt_baseline(const BaselineRequest&
   auto value = [&](const char* key) { return req.values.at(key); };
   const ElemType elem = buffer_plan(pi, req.buffers.at("c")).elem;
   const int top = static_cast<int>(std::max<int64_t>(1, value("top")));
-  const bool trans_b = req.values.count("trans_b") > 0 && value("trans_b") != 0;
-  CublasLtGemm lt(elem, value("m"), value("n"), value("k"), buffer("a"), buffer("b"), buffer("c"), top, trans_b);
+  auto flag = [&](const char* key) { return req.values.count(key) > 0 && value(key) != 0; };
+  CublasLtGemm lt(elem, value("m"), value("n"), value("k"), buffer("a"), buffer("b"), buffer("c"), top,
+                  flag("trans_b"), flag("trans_a"));
   // Each algorithm the heuristic offers: checked against the reference, then
   // timed; the first is the heuristic's choice, the fastest correct one of
   // the first `top` the best a user could pick.

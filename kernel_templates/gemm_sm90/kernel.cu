@@ -4,7 +4,12 @@
 // elements (the weight W of x @ W.T): its tile is then K-major like A's
 // (BLOCK_K/64 sub-tiles of BLOCK_N rows x 128 bytes), loaded the way A is
 // (TMA when K % 8 == 0, packed or copied by the producer threads otherwise),
-// and the wgmma reads B without its transpose bit.
+// and the wgmma reads B without its transpose bit. With GEMM_TA=1 (the
+// problem's TA) A is stored transposed, K rows of M elements (column-major
+// A): its tile is then M-major like B's (BLOCK_M/64 boxes of 64 columns by
+// BLOCK_K k-rows), loaded the way B is (TMA when M % 8 == 0, packed or copied
+// by the producer threads otherwise), and the wgmma reads A with its
+// transpose bit.
 //
 // Design (warp-specialised, CUTLASS-sm90 / FlashAttention-3 style).
 //  * Roles. Threads 0 .. 128*CONSUMER_WG-1 are consumer warpgroups; after them
@@ -180,10 +185,13 @@
 #ifndef SKINNY
 #define SKINNY 0
 #endif
-// Problem layout (spec.toml [defines], from the problem's TB): 1 when B is
-// stored transposed, N rows of K elements.
+// Problem layout (spec.toml [defines], from the problem's TB and TA): 1 when B
+// is stored transposed, N rows of K elements; 1 when A is, K rows of M.
 #ifndef GEMM_TB
 #define GEMM_TB 0
+#endif
+#ifndef GEMM_TA
+#define GEMM_TA 0
 #endif
 
 namespace evotune_gemm_sm90 {
@@ -221,6 +229,11 @@ constexpr bool kEvictFirstB = (L2_HINT & 2) != 0;
 
 constexpr int kSubBytesA = BLOCK_M * 128;  // one 64-wide K sub-tile of A
 constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
+// TA=1: A's tile is M-major like B's, BLOCK_M/64 boxes of 64 columns (m) by
+// BLOCK_K k-rows of 128 swizzled bytes; an m64 block of a warpgroup is one box.
+constexpr bool kTA = GEMM_TA != 0;
+constexpr int kBoxBytesA = BLOCK_K * 128;  // TA=1: one 64-wide M box of A
+constexpr int kMBoxes = BLOCK_M / 64;
 constexpr int kBoxBytesB = BLOCK_K * 128;  // one 64-wide N box of B
 // TB=1: B's tile is K-major like A's, BLOCK_N rows of 128-byte swizzled rows
 // per 64-wide K sub-tile.
@@ -281,7 +294,7 @@ static_assert(CLUSTER_M >= 1 && CLUSTER_M <= 2 && CLUSTER_N >= 1 && CLUSTER_N <=
 static_assert(CLUSTER_M * CLUSTER_N <= 2, "clusters of at most 2 CTAs");
 static_assert(!kStreamK || (!kPingPong && kCS == 1 && SPLIT_K == 1), "stream-K: cooperative, no cluster, no split");
 static_assert(EPILOGUE != 4 || SPLIT_K == 1, "the storer warp serves whole tiles (no split-K)");
-static_assert((BLOCK_M / CLUSTER_N) % 8 == 0 && ((kTB ? BLOCK_N : BLOCK_K) / CLUSTER_M) % 8 == 0,
+static_assert(((kTA ? BLOCK_K : BLOCK_M) / CLUSTER_N) % 8 == 0 && ((kTB ? BLOCK_N : BLOCK_K) / CLUSTER_M) % 8 == 0,
               "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 
@@ -533,13 +546,16 @@ __device__ __forceinline__ void fill_k_major_any(unsigned dst, const evotune_ele
   }
 }
 
-// B tile (k0..k0+BLOCK_K rows, columns n0..) into the stage's B region.
-template <int W, bool ELEM = false>
-__device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __restrict__ B, int N, int K, int n0,
-                                       int k0, int ptid) {
+// An MN-major tile (k0..k0+BLOCK_K rows, COLS columns from c0) of a matrix
+// of K rows of `cols` elements into a stage region of COLS/64 boxes of
+// BLOCK_K x 128 bytes, W-byte pieces, thread `ptid` of kProducerThreads. Same
+// swizzled placement as TMA. B's tile, and with TA=1 A's (Aᵀ's rows).
+template <int COLS, int W, bool ELEM = false>
+__device__ __forceinline__ void fill_mn_major(unsigned dst_b, const evotune_elem_t* __restrict__ B, int N, int K,
+                                              int n0, int k0, int ptid) {
   constexpr int kPPR = 128 / W;
   constexpr int kPerBox = BLOCK_K * kPPR;
-  constexpr int kTotal = kPerBox * kNBoxes;
+  constexpr int kTotal = kPerBox * (COLS / 64);
 #pragma unroll kFillUnroll
   for (int p = ptid; p < kTotal; p += kProducerThreads) {
     const int box = p / kPerBox;
@@ -547,11 +563,23 @@ __device__ __forceinline__ void fill_b(unsigned dst_b, const evotune_elem_t* __r
     const int kr = rem / kPPR;
     const int byte = (rem % kPPR) * W;
     const unsigned dst =
-        dst_b + box * kBoxBytesB + kr * 128 + ((((byte >> 4) ^ (kr & 7)) << 4) | (byte & 15));
+        dst_b + box * (BLOCK_K * 128) + kr * 128 + ((((byte >> 4) ^ (kr & 7)) << 4) | (byte & 15));
     const int k = k0 + kr;
     const int n = n0 + box * 64 + (byte >> 1);
     const int avail = k < K ? N - n : 0;
     copy_piece<W, ELEM>(dst, avail > 0 ? B + (long long)k * N + n : B, avail);
+  }
+}
+
+// The same with the widest pieces the row length allows.
+template <int COLS>
+__device__ __forceinline__ void fill_mn_major_any(unsigned dst, const evotune_elem_t* __restrict__ src, int cols,
+                                                  int K, int c0, int k0, int ptid) {
+  switch (piece_bytes(cols)) {
+    case 16: fill_mn_major<COLS, 16>(dst, src, cols, K, c0, k0, ptid); break;
+    case 8: fill_mn_major<COLS, 8>(dst, src, cols, K, c0, k0, ptid); break;
+    case 4: fill_mn_major<COLS, 4>(dst, src, cols, K, c0, k0, ptid); break;
+    default: fill_mn_major<COLS, 16, true>(dst, src, cols, K, c0, k0, ptid); break;
   }
 }
 
@@ -693,16 +721,25 @@ __device__ __forceinline__ void issue_tma_ktile(const Sched& s, const EvotuneTma
   const unsigned b_dst = a_dst + kStageBytesA;
   mbar_arrive_expect_tx(full, (tma_a ? (unsigned)kStageBytesA : 0u) + (tma_b ? (unsigned)kStageBytesB : 0u));
   if (tma_a) {
-    // This CTA's slice of the A tile, rows rank_n * BLOCK_M/CLUSTER_N on,
-    // to the CTAs of its cluster row (rank = rank_m + CLUSTER_M * rank_n).
-    constexpr int kRows = BLOCK_M / CLUSTER_N;
+    // This CTA's slice of the A tile, rows rank_n * BLOCK_M/CLUSTER_N on (or
+    // with TA=1 of every A box's k rows), to the CTAs of its cluster row
+    // (rank = rank_m + CLUSTER_M * rank_n).
     unsigned short mask = 0;
 #pragma unroll
     for (int j = 0; j < CLUSTER_N; ++j) mask |= (unsigned short)(1u << (s.rank_m + CLUSTER_M * j));
+    if constexpr (kTA) {
+      constexpr int kRows = BLOCK_K / CLUSTER_N;
 #pragma unroll
-    for (int sub = 0; sub < BLOCK_K / 64; ++sub)
-      tma_load<CLUSTER_N, kEvictFirstA>(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
-                                        m0 + s.rank_n * kRows, full, mask);
+      for (int box = 0; box < kMBoxes; ++box)
+        tma_load<CLUSTER_N, kEvictFirstA>(a_dst + box * kBoxBytesA + s.rank_n * kRows * 128, tm_a, m0 + box * 64,
+                                          k0 + s.rank_n * kRows, full, mask);
+    } else {
+      constexpr int kRows = BLOCK_M / CLUSTER_N;
+#pragma unroll
+      for (int sub = 0; sub < BLOCK_K / 64; ++sub)
+        tma_load<CLUSTER_N, kEvictFirstA>(a_dst + sub * kSubBytesA + s.rank_n * kRows * 128, tm_a, k0 + sub * 64,
+                                          m0 + s.rank_n * kRows, full, mask);
+    }
   }
   if (tma_b) {
     // This CTA's slice of the B tile, to its cluster column: of every B box's
@@ -762,18 +799,17 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
       if (leader && i == 0 && kt == 0) tl_mark_any(16);
       if (fallback) {
         // Whole tiles of the non-TMA operands, this CTA only (no multicast).
-        if (!tma_a) fill_k_major_any<BLOCK_M>(a_dst, A, M, K, m0, k0, ptid);
+        if (!tma_a) {
+          if constexpr (kTA)
+            fill_mn_major_any<BLOCK_M>(a_dst, A, M, K, m0, k0, ptid);  // Aᵀ's rows, as B's
+          else
+            fill_k_major_any<BLOCK_M>(a_dst, A, M, K, m0, k0, ptid);
+        }
         if (!tma_b) {
-          if constexpr (kTB) {
+          if constexpr (kTB)
             fill_k_major_any<BLOCK_N>(b_dst, B, N, K, n0, k0, ptid);  // Bᵀ's rows, as A's
-          } else {
-            switch (piece_bytes(N)) {
-              case 16: fill_b<16>(b_dst, B, N, K, n0, k0, ptid); break;
-              case 8: fill_b<8>(b_dst, B, N, K, n0, k0, ptid); break;
-              case 4: fill_b<4>(b_dst, B, N, K, n0, k0, ptid); break;
-              default: fill_b<16, true>(b_dst, B, N, K, n0, k0, ptid); break;
-            }
-          }
+          else
+            fill_mn_major_any<BLOCK_N>(b_dst, B, N, K, n0, k0, ptid);
         }
         evotune_ptx::cp_async_commit();
         if (++issued > kLag) {
@@ -833,7 +869,9 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
   // B: N-major atoms of 64 columns x 8 k-rows; the next atom along N is the
   // next box (BLOCK_K*128 bytes), the next 8 k-rows 1024 bytes on.
   // A: K-major, rows of 128 bytes; k16 slice kk%4 starts 32 bytes in.
-  const unsigned long long da0 = make_desc_sw128(smem + row0_in_tile * 128, 16, 1024);
+  // TA=1: A M-major as B (the warpgroup's m64 blocks are boxes row0/64 on).
+  const unsigned long long da0 = kTA ? make_desc_sw128(smem + (row0_in_tile / 64) * kBoxBytesA, kBoxBytesA, 1024)
+                                     : make_desc_sw128(smem + row0_in_tile * 128, 16, 1024);
   // TB=1: B K-major as A (BLOCK_N rows of 128 bytes per K sub-tile).
   const unsigned long long db0 = make_desc_sw128(smem + kStageBytesA, kTB ? 16 : kBoxBytesB, 1024);
   Ring prev = ring;  // stage of the previous k-tile, released one step late
@@ -859,8 +897,10 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
           db0 + so + ((kTB ? (kk / 4) * kSubBytesB + (kk % 4) * 32 : kk * 16 * 128) >> 4);
 #pragma unroll
       for (int mi = 0; mi < kMIters; ++mi) {
-        const unsigned long long da = da0 + so + (((kk / 4) * kSubBytesA + mi * 64 * 128 + (kk % 4) * 32) >> 4);
-        wgmma_ss<BLOCK_N, kBF16, kTB ? 0 : 1>(acc[mi], da, db);
+        const unsigned long long da =
+            da0 + so +
+            ((kTA ? mi * kBoxBytesA + kk * 16 * 128 : (kk / 4) * kSubBytesA + mi * 64 * 128 + (kk % 4) * 32) >> 4);
+        wgmma_ss<BLOCK_N, kBF16, kTB ? 0 : 1, kTA ? 1 : 0>(acc[mi], da, db);
       }
     }
     wgmma_commit();
@@ -1571,7 +1611,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 
   // first, and loaded by TMA from there (packing, above).
   if constexpr (PACK == 1) {
     if (pack_a || pack_b)
-      pack_operands(pack_matrix(A, a_packed, M, K, pack_a != 0),
+      pack_operands(kTA ? pack_matrix(A, a_packed, K, M, pack_a != 0) : pack_matrix(A, a_packed, M, K, pack_a != 0),
                     kTB ? pack_matrix(B, b_packed, N, K, pack_b != 0) : pack_matrix(B, b_packed, K, N, pack_b != 0),
                     pack_sync);
   }

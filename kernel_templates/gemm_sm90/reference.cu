@@ -5,11 +5,14 @@
 // pieces of A and B through shared memory so that 8192^3 takes seconds, not
 // minutes; elements past the matrix edges are staged as zeros and never stored.
 // GEMM_TB=1 (the problem's TB, from spec.toml [defines]): B is stored
-// transposed, N rows of K elements.
+// transposed, N rows of K elements; GEMM_TA=1 (its TA): A is, K rows of M.
 #include "evotune_ptx.cuh"
 
 #ifndef GEMM_TB
 #define GEMM_TB 0
+#endif
+#ifndef GEMM_TA
+#define GEMM_TA 0
 #endif
 
 extern "C" __global__ void __launch_bounds__(256) gemm_sm90_reference(const evotune_elem_t* A, const evotune_elem_t* B,
@@ -26,7 +29,13 @@ extern "C" __global__ void __launch_bounds__(256) gemm_sm90_reference(const evot
   for (int k0 = 0; k0 < K; k0 += 16) {
     // Thread (ty, tx) stages A[tile_m*16 + ty][k0 + tx] and B[k0 + ty][tile_n*16 + tx].
     const long long ka = k0 + tx, kb = k0 + ty;
+#if GEMM_TA
+    // Thread (ty, tx) stages Aᵀ[k0 + ty][tile_m*16 + tx] (M contiguous) as a_s[tx][ty].
+    const long long ma = tile_m * 16 + tx;
+    a_s[tx][ty] = (ma < M && kb < K) ? evotune_ptx::to_float(A[kb * M + ma]) : 0.f;
+#else
     a_s[ty][tx] = (m < M && ka < K) ? evotune_ptx::to_float(A[m * K + ka]) : 0.f;
+#endif
 #if GEMM_TB
     // Thread (ty, tx) stages Bᵀ[tile_n*16 + ty][k0 + tx] (K contiguous) as b_s[tx][ty].
     const long long nb = tile_n * 16 + ty;

@@ -573,6 +573,64 @@ TEST_CASE("gemm_sm90 TB=1: B stored transposed is read by TMA along K, packed wh
   }
 }
 
+TEST_CASE("gemm_sm90 TA=1: A stored transposed is read by TMA along M, packed where M is misaligned",
+          "[compile][plan]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("gemm_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Config c = spec.default_config();  // BLOCK_M = 128, BLOCK_K = 64, CLUSTER_N = 1
+  // A column-major (K rows of M): aligned M, so A comes by TMA, boxes of 64 m
+  // by the tile's 64 k rows; odd K does not matter to it.
+  Problem ta = spec.parse_problem("M=4096,N=4096,K=4095,TA=1", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {ta}, dev).valid(c));
+  LaunchPlan l = Planner(spec, dev).launch(c, ta, 0);
+  const TensorMapPlan* tm = tmap_over(l, "A");
+  REQUIRE(tm);
+  CHECK(tm->enabled);
+  CHECK(tm->dims == std::vector<uint64_t>{4096, 4095});
+  CHECK(tm->strides_bytes == std::vector<uint64_t>{4096 * 2});
+  CHECK(tm->box == std::vector<uint32_t>{64, 64});
+  // The same problem with A as stored M x K: its odd rows rule TMA out.
+  CHECK_FALSE(tmap_over(Planner(spec, dev).launch(c, spec.parse_problem("M=4096,N=4096,K=4095", Dtype::bf16), 0), "A")
+                  ->enabled);
+  // A cluster along N splits each box's k rows between its two CTAs.
+  Config cl = c;
+  cl.values["CLUSTER_N"] = 2;
+  REQUIRE(SearchSpace(spec, {ta}, dev).valid(cl));
+  CHECK(tmap_over(Planner(spec, dev).launch(cl, ta, 0), "A")->box == std::vector<uint32_t>{64, 32});
+
+  // Odd M: Aᵀ's rows are misaligned; PACK=1 pads them (K rows of 784).
+  Config packed = c;
+  packed.values["PACK"] = 1;
+  Problem odd = spec.parse_problem("M=777,N=1333,K=2049,TA=1", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {odd}, dev).valid(packed));
+  LaunchPlan lp = Planner(spec, dev).launch(packed, odd, 0);
+  const TensorMapPlan* ap = tmap_over(lp, "a_packed");
+  REQUIRE(ap);
+  CHECK(ap->enabled);
+  CHECK(ap->dims == std::vector<uint64_t>{777, 2049});
+  CHECK(ap->strides_bytes == std::vector<uint64_t>{784 * 2});
+  CHECK(scratch_count(lp, "a_packed") == 2049 * 784);
+  // Aligned M and TA=1: nothing to pack in A (B here is aligned too).
+  CHECK_FALSE(SearchSpace(spec, {ta}, dev).valid(packed));
+  // The CUDA-core path reads A as stored M x K only.
+  Config sk = c;
+  sk.values["SKINNY"] = 208;
+  sk.values["SWIZZLE"] = 1;
+  CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=16,N=4096,K=4096,TA=1", Dtype::bf16)}, dev).valid(sk));
+
+  // Both operands M/N-major or both transposed; the default tile, the cluster
+  // and the thread-copy path compile without spills.
+  Problem both = spec.parse_problem("M=1000,N=3001,K=520,TA=1,TB=1", Dtype::fp16);
+  for (const auto& [cfg, p] : {std::pair{c, ta}, std::pair{cl, ta}, std::pair{c, odd}, std::pair{c, both}}) {
+    CompileResult res = compile_config(spec, cfg, p, dev, arch_for(90, spec.arch_specific));
+    INFO(cfg.canonical() << " " << p.canonical() << "\n" << res.log);
+    REQUIRE(res.ok);
+    CHECK(res.res.spill_bytes() == 0);
+    CHECK(res.res.stack_frame == 0);
+  }
+}
+
 TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch copies that TMA reads",
           "[compile][plan]") {
   TempCache cache;

@@ -277,6 +277,11 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       // B stored transposed (x @ W.T): W's rows misaligned (K odd) and aligned.
       {"gemm_sm90", {"M=777,N=1333,K=2049,TB=1"}, "bf16"},
       {"gemm_sm90", {"M=1000,N=3001,K=520,TB=1"}, "fp16"},
+      // A stored transposed (column-major A): aligned M by TMA; odd M by the
+      // thread copies (the check shapes' M = 257, 300, 129, 65 too); both transposed.
+      {"gemm_sm90", {"M=1024,N=777,K=1000,TA=1"}, "bf16"},
+      {"gemm_sm90", {"M=777,N=1333,K=2049,TA=1"}, "fp16"},
+      {"gemm_sm90", {"M=1000,N=3001,K=520,TA=1,TB=1"}, "bf16"},
       // Grouped heads with a longer cache, causal; decode against a long cache; head dim 256.
       {"sdpa_fwd_sm90", {"B=4,H=16,HKV=4,S=333,SKV=517,D=128,CAUSAL=1"}, "bf16"},
       {"sdpa_fwd_sm90", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "fp16"},
@@ -420,10 +425,13 @@ TEST_CASE("baselines: cuBLASLt and the reference kernel measured beside a GEMM r
   const DeviceTraits dev = first_device();
   const std::string kernel = dev.cc == 90 ? "gemm_sm90" : "gemm";
   // Odd sizes: cuBLASLt must be right where the tiles do not divide; on
-  // Hopper also with B stored transposed (cuBLASLt's transposed operand,
-  // checked against the reference that reads Bᵀ).
+  // Hopper also with B or A stored transposed (cuBLASLt's transposed operand,
+  // checked against the reference that reads Bᵀ or Aᵀ).
   std::vector<std::string> problems = {"M=1000,N=776,K=520"};
-  if (kernel == "gemm_sm90") problems.push_back("M=1000,N=776,K=520,TB=1");
+  if (kernel == "gemm_sm90") {
+    problems.push_back("M=1000,N=776,K=520,TB=1");
+    problems.push_back("M=1000,N=776,K=520,TA=1");
+  }
   for (const std::string& problem : problems) {
     INFO(problem);
     TuneOptions o = options(t, kernel, {problem});
