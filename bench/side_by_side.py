@@ -225,7 +225,7 @@ def evotune(args, *cmd):
     return r.stdout
 
 
-ZERO_DEFAULTS = {"CAUSAL", "HKV", "SKV", "TB", "ZEROS", "DESCALE"}  # dimensions whose default is 0
+ZERO_DEFAULTS = {"CAUSAL", "HKV", "SKV", "TB", "TA", "ZEROS", "DESCALE"}  # dimensions whose default is 0
 
 
 def same_problem(a, b):
@@ -345,24 +345,27 @@ def summarize(names, ev, kt, lead, first, flops, calls, threshold):
     return out
 
 
-def gemm_text(M, N, K, TB):
-    return f"M={M},N={N},K={K}" + (",TB=1" if TB else "")
+# A GEMM's layout: bit 0 B stored transposed (TB=1), bit 1 A stored transposed (TA=1).
+def gemm_text(M, N, K, layout):
+    return f"M={M},N={N},K={K}" + (",TB=1" if layout & 1 else "") + (",TA=1" if layout & 2 else "")
 
 
-def gemm_case(args, timer, M, N, K, TB, dtype):
-    """TB=1: B is stored transposed (N x K), as a weight W of x @ W.T; cuBLAS gets W.t(), as torch.matmul does."""
-    run, doc = winner(args, args.kernel, gemm_text(M, N, K, TB), dtype)
+def gemm_case(args, timer, M, N, K, layout, dtype):
+    """TB=1: B is stored transposed (N x K), as a weight W of x @ W.T; cuBLAS gets W.t(), as torch.matmul does.
+    TA=1: A is stored transposed (K x M, a column-major A); cuBLAS gets its .t() too."""
+    run, doc = winner(args, args.kernel, gemm_text(M, N, K, layout), dtype)
     p = doc["problems"][0]
     t = make_tensors(p, {})
-    A, C = t["A"].view(M, K), t["C"].view(M, N)
-    B = t["B"].view(N, K).t() if TB else t["B"].view(K, N)  # the K x N operand either way
+    C = t["C"].view(M, N)
+    A = t["A"].view(K, M).t() if layout & 2 else t["A"].view(M, K)  # the M x K operand either way
+    B = t["B"].view(N, K).t() if layout & 1 else t["B"].view(K, N)  # the K x N operand either way
     ours = TunedKernel(doc, p, t)
     ours()
     torch.cuda.synchronize()
     ref = A.float() @ B.float()
     err = ((C.float() - ref).norm() / ref.norm()).item()
     fl = 2 * M * N * K
-    row = {"op": "gemm", "shape": [M, N, K], "tb": TB, "dtype": dtype, "kernel": args.kernel, "run": run,
+    row = {"op": "gemm", "shape": [M, N, K], "tb": layout & 1, "ta": layout >> 1, "dtype": dtype, "kernel": args.kernel, "run": run,
            "config": doc["config"], "rel_err": err, "flops": fl, "skipped": {}}
     row.update(measure(args, timer, ["ours", "cublas"], [ours, lambda: A @ B], fl))
     return row
@@ -371,13 +374,17 @@ def gemm_case(args, timer, M, N, K, TB, dtype):
 ATTN_DEFAULTS = {"CAUSAL": 0, "HKV": 0, "SKV": 0}
 
 
+GEMM_LAYOUTS = {"T": 1, "1": 1, "TB": 1, "TA": 2, "TATB": 3}
+
+
 def gemm_shape(text):
-    """'M,N,K' or 'M,N,K,T' (T: B stored transposed, x @ W.T) -> (M, N, K, TB)."""
+    """'M,N,K' or 'M,N,K,L', L one of T or TB (B stored transposed, x @ W.T), TA (A stored transposed),
+    TATB (both) -> (M, N, K, layout)."""
     parts = text.split(",")
-    if len(parts) == 4 and parts[3] in ("T", "1"):
-        return tuple(map(int, parts[:3])) + (1,)
+    if len(parts) == 4 and parts[3] in GEMM_LAYOUTS:
+        return tuple(map(int, parts[:3])) + (GEMM_LAYOUTS[parts[3]],)
     if len(parts) != 3:
-        raise SystemExit(f"--gemm {text}: expected M,N,K or M,N,K,T")
+        raise SystemExit(f"--gemm {text}: expected M,N,K or M,N,K,L with L one of {', '.join(GEMM_LAYOUTS)}")
     return tuple(map(int, parts)) + (0,)
 
 
@@ -615,7 +622,7 @@ def pct(x):
 def label(r):
     s = r["shape"]
     if r["op"] == "gemm":
-        return f"{s[0]}x{s[1]}x{s[2]}{' W.T' if r.get('tb') else ''} {r['dtype']}"
+        return f"{s[0]}x{s[1]}x{s[2]}{' Aᵀ' if r.get('ta') else ''}{' W.T' if r.get('tb') else ''} {r['dtype']}"
     return f"{'fp8' if r['op'] == 'fp8' else r['dtype']} {r.get('problem', ','.join(map(str, s)))}"
 
 
@@ -709,7 +716,7 @@ def main():
     ap.add_argument("--db", default="evotune.db")
     ap.add_argument("--kernel", default="gemm_sm90", help="GEMM template to compare (gemm or gemm_sm90)")
     ap.add_argument("--gemm", action="append", default=[],
-                    help="M,N,K, or M,N,K,T with B stored transposed (x @ W.T) (repeatable)")
+                    help="M,N,K, or M,N,K,L: L = T (B stored transposed, x @ W.T), TA (A stored transposed) or TATB (repeatable)")
     ap.add_argument("--sdpa", action="append", default=[],
                     help="B,H,S,D or B=..,H=..,S=..,D=..[,CAUSAL=1][,HKV=..][,SKV=..] (repeatable)")
     ap.add_argument("--sdpa-kernel", default="auto",
@@ -763,8 +770,9 @@ def main():
         fp8s += [attn_problem(",".join(map(str, shape))) for shape in plain]
         fp8s += [{**attn_problem(",".join(map(str, shape))), "CAUSAL": 1} for shape in plain]
     if args.tune_only:
-        for (M, N, K, TB) in gemms:
-            print(f"gemm {gemm_text(M, N, K, TB)} {gemm_dtype}: run {winner(args, args.kernel, gemm_text(M, N, K, TB), gemm_dtype)[0]}")
+        for (M, N, K, layout) in gemms:
+            text = gemm_text(M, N, K, layout)
+            print(f"gemm {text} {gemm_dtype}: run {winner(args, args.kernel, text, gemm_dtype)[0]}")
         for dtype, p in sdpas:
             text = attn_text(p, args.sdpa_kernel)
             print(f"sdpa {dtype} {text}: run {winner(args, args.sdpa_kernel, text, dtype)[0]}")
@@ -789,7 +797,7 @@ def main():
             r = {"op": op, "shape": list(shape[:3]) if op == "gemm" else [shape[k] for k in "BHSD"], "dtype": dtype,
                  "error": f"{type(e).__name__}: {e}"}
             if op == "gemm":
-                r["tb"] = shape[3]
+                r["tb"], r["ta"] = shape[3] & 1, shape[3] >> 1
             if op != "gemm":
                 r["problem"] = ",".join(f"{k}={v}" for k, v in shape.items() if v or k in "BHSD")
         finally:
