@@ -519,116 +519,99 @@ TEST_CASE("sdpa_fp8 DESCALE=1: per-head descale factors drawn around 1 (an input
   CHECK(res.res.spill_bytes() == 0);
 }
 
-TEST_CASE("gemm_sm90 TB=1: B stored transposed is read by TMA along K, packed where K is misaligned",
+// A stored-transposed operand of gemm_sm90 (TB=1: B as N rows of K; TA=1: A
+// as K rows of M), and what its plan must show.
+struct TransposedOperand {
+  const char* tensor;          // "A" or "B"
+  const char* packed;          // its padded scratch copy
+  const char* aligned;         // a problem whose transposed rows are aligned
+  const char* as_stored;       // the same problem without the option
+  std::vector<uint64_t> dims;  // the tensor map over it: dims, row bytes, box
+  uint64_t row_bytes;
+  std::vector<uint32_t> box;
+  const char* cluster;         // a cluster dimension that splits the box's rows
+  std::vector<uint32_t> cluster_box;
+  const char* odd;             // a problem whose transposed rows are misaligned
+  std::vector<uint64_t> packed_dims;
+  uint64_t packed_row_bytes;
+  const char* skinny;          // a decode-sized problem (no SKINNY for it)
+};
+
+TEST_CASE("gemm_sm90 TB=1 and TA=1: an operand stored transposed is read by TMA along its rows, packed where they "
+          "are misaligned",
           "[compile][plan]") {
   TempCache cache;
   KernelSpec spec = load_kernel("gemm_sm90");
   DeviceTraits dev = DeviceTraits::for_arch(90);
-  Config c = spec.default_config();  // BLOCK_N = 256, CLUSTER_M = 1
+  Config c = spec.default_config();  // BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = 64, no cluster
   c.values["SWIZZLE"] = 1;           // one row of tiles below
-  // x @ W.T with a vocabulary-sized odd N: W's rows (K = 4096) are aligned,
-  // so B comes by TMA, boxes of 64 k by the tile's 256 n rows.
-  Problem wt = spec.parse_problem("M=128,N=50257,K=4096,TB=1", Dtype::bf16);
-  REQUIRE(SearchSpace(spec, {wt}, dev).valid(c));
-  LaunchPlan l = Planner(spec, dev).launch(c, wt, 0);
-  const TensorMapPlan* tb = tmap_over(l, "B");
-  REQUIRE(tb);
-  CHECK(tb->enabled);
-  CHECK(tb->dims == std::vector<uint64_t>{4096, 50257});
-  CHECK(tb->strides_bytes == std::vector<uint64_t>{4096 * 2});
-  CHECK(tb->box == std::vector<uint32_t>{64, 256});
-  // The same problem with B as stored K x N: its odd rows rule TMA out.
-  LaunchPlan row_major = Planner(spec, dev).launch(c, spec.parse_problem("M=128,N=50257,K=4096", Dtype::bf16), 0);
-  CHECK_FALSE(tmap_over(row_major, "B")->enabled);
+  const std::vector<TransposedOperand> cases = {
+      // x @ W.T with a vocabulary-sized odd N: W's rows (K = 4096) are aligned,
+      // so B comes by TMA, boxes of 64 k by the tile's 256 n rows (split by a
+      // cluster along M); odd K: N rows of 2056 packed.
+      {"B", "b_packed", "M=256,N=50257,K=4096,TB=1", "M=256,N=50257,K=4096", {4096, 50257}, 4096 * 2, {64, 256},
+       "CLUSTER_M", {64, 128}, "M=777,N=1333,K=2049,TB=1", {2049, 1333}, 2056 * 2, "M=16,N=50257,K=4096,TB=1"},
+      // A column-major (K rows of M): aligned M, so A comes by TMA, boxes of 64
+      // m by the tile's 64 k rows (split by a cluster along N), odd K
+      // notwithstanding; odd M: K rows of 784 packed.
+      {"A", "a_packed", "M=4096,N=4096,K=4095,TA=1", "M=4096,N=4096,K=4095", {4096, 4095}, 4096 * 2, {64, 64},
+       "CLUSTER_N", {64, 32}, "M=777,N=1333,K=2049,TA=1", {777, 2049}, 784 * 2, "M=16,N=4096,K=4096,TA=1"},
+  };
+  for (const TransposedOperand& t : cases) {
+    INFO(t.tensor << " stored transposed");
+    Problem aligned = spec.parse_problem(t.aligned, Dtype::bf16);
+    REQUIRE(SearchSpace(spec, {aligned}, dev).valid(c));
+    const LaunchPlan l = Planner(spec, dev).launch(c, aligned, 0);
+    const TensorMapPlan* tm = tmap_over(l, t.tensor);
+    REQUIRE(tm);
+    CHECK(tm->enabled);
+    CHECK(tm->dims == t.dims);
+    CHECK(tm->strides_bytes == std::vector<uint64_t>{t.row_bytes});
+    CHECK(tm->box == t.box);
+    // As stored, the operand's odd rows rule TMA out.
+    const LaunchPlan ls = Planner(spec, dev).launch(c, spec.parse_problem(t.as_stored, Dtype::bf16), 0);
+    CHECK_FALSE(tmap_over(ls, t.tensor)->enabled);
+    Config cl = c;
+    cl.values[t.cluster] = 2;
+    REQUIRE(SearchSpace(spec, {aligned}, dev).valid(cl));
+    const LaunchPlan lc = Planner(spec, dev).launch(cl, aligned, 0);
+    CHECK(tmap_over(lc, t.tensor)->box == t.cluster_box);
 
-  // Odd K: W's rows are misaligned; PACK=1 pads them (N rows of 2056).
-  Config packed = c;
-  packed.values["PACK"] = 1;
-  Problem odd = spec.parse_problem("M=777,N=1333,K=2049,TB=1", Dtype::bf16);
-  REQUIRE(SearchSpace(spec, {odd}, dev).valid(packed));
-  LaunchPlan lp = Planner(spec, dev).launch(packed, odd, 0);
-  const TensorMapPlan* bp = tmap_over(lp, "b_packed");
-  REQUIRE(bp);
-  CHECK(bp->enabled);
-  CHECK(bp->dims == std::vector<uint64_t>{2049, 1333});
-  CHECK(bp->strides_bytes == std::vector<uint64_t>{2056 * 2});
-  // Aligned K and TB=1: nothing to pack, whatever N is.
-  CHECK_FALSE(SearchSpace(spec, {wt}, dev).valid(packed));
-  // The CUDA-core path reads B as stored K x N only.
-  Config sk = c;
-  sk.values["SKINNY"] = 208;
-  sk.values["SWIZZLE"] = 1;
-  CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=16,N=50257,K=4096,TB=1", Dtype::bf16)}, dev).valid(sk));
+    Config packed = c;
+    packed.values["PACK"] = 1;
+    Problem odd = spec.parse_problem(t.odd, Dtype::bf16);
+    REQUIRE(SearchSpace(spec, {odd}, dev).valid(packed));
+    LaunchPlan lp = Planner(spec, dev).launch(packed, odd, 0);
+    const TensorMapPlan* pm = tmap_over(lp, t.packed);
+    REQUIRE(pm);
+    CHECK(pm->enabled);
+    CHECK(pm->dims == t.packed_dims);
+    CHECK(pm->strides_bytes == std::vector<uint64_t>{t.packed_row_bytes});
+    CHECK(scratch_count(lp, t.packed) == static_cast<int64_t>(t.packed_dims[1] * t.packed_row_bytes / 2));
+    // Aligned rows (the other operand's too): nothing to pack.
+    CHECK_FALSE(SearchSpace(spec, {aligned}, dev).valid(packed));
+    // The CUDA-core path reads both operands as stored (its config is valid without the option).
+    Config sk = c;
+    sk.values["SKINNY"] = 208;
+    const std::string skinny = t.skinny;
+    CHECK_FALSE(SearchSpace(spec, {spec.parse_problem(skinny, Dtype::bf16)}, dev).valid(sk));
+    CHECK(SearchSpace(spec, {spec.parse_problem(skinny.substr(0, skinny.rfind(',')), Dtype::bf16)}, dev).valid(sk));
 
-  // Both operands K-major: the default tile, a 2-CTA cluster along M (B's n
-  // rows split between the two) and the thread-copy path compile without spills.
-  Config cl = c;
-  cl.values["CLUSTER_M"] = 2;
-  for (const auto& [cfg, p] : {std::pair{c, wt}, std::pair{cl, wt}, std::pair{c, odd}}) {
-    CompileResult res = compile_config(spec, cfg, p, dev, arch_for(90, spec.arch_specific));
-    INFO(cfg.canonical() << " " << p.canonical() << "\n" << res.log);
-    REQUIRE(res.ok);
-    CHECK(res.res.spill_bytes() == 0);
-    CHECK(res.res.stack_frame == 0);
+    // The default tile, the cluster and the thread-copy path compile without spills.
+    for (const auto& [cfg, p] : {std::pair{c, aligned}, std::pair{cl, aligned}, std::pair{c, odd}}) {
+      CompileResult res = compile_config(spec, cfg, p, dev, arch_for(90, spec.arch_specific));
+      INFO(cfg.canonical() << " " << p.canonical() << "\n" << res.log);
+      REQUIRE(res.ok);
+      CHECK(res.res.spill_bytes() == 0);
+      CHECK(res.res.stack_frame == 0);
+    }
   }
-}
-
-TEST_CASE("gemm_sm90 TA=1: A stored transposed is read by TMA along M, packed where M is misaligned",
-          "[compile][plan]") {
-  TempCache cache;
-  KernelSpec spec = load_kernel("gemm_sm90");
-  DeviceTraits dev = DeviceTraits::for_arch(90);
-  Config c = spec.default_config();  // BLOCK_M = 128, BLOCK_K = 64, CLUSTER_N = 1
-  // A column-major (K rows of M): aligned M, so A comes by TMA, boxes of 64 m
-  // by the tile's 64 k rows; odd K does not matter to it.
-  Problem ta = spec.parse_problem("M=4096,N=4096,K=4095,TA=1", Dtype::bf16);
-  REQUIRE(SearchSpace(spec, {ta}, dev).valid(c));
-  LaunchPlan l = Planner(spec, dev).launch(c, ta, 0);
-  const TensorMapPlan* tm = tmap_over(l, "A");
-  REQUIRE(tm);
-  CHECK(tm->enabled);
-  CHECK(tm->dims == std::vector<uint64_t>{4096, 4095});
-  CHECK(tm->strides_bytes == std::vector<uint64_t>{4096 * 2});
-  CHECK(tm->box == std::vector<uint32_t>{64, 64});
-  // The same problem with A as stored M x K: its odd rows rule TMA out.
-  CHECK_FALSE(tmap_over(Planner(spec, dev).launch(c, spec.parse_problem("M=4096,N=4096,K=4095", Dtype::bf16), 0), "A")
-                  ->enabled);
-  // A cluster along N splits each box's k rows between its two CTAs.
-  Config cl = c;
-  cl.values["CLUSTER_N"] = 2;
-  REQUIRE(SearchSpace(spec, {ta}, dev).valid(cl));
-  CHECK(tmap_over(Planner(spec, dev).launch(cl, ta, 0), "A")->box == std::vector<uint32_t>{64, 32});
-
-  // Odd M: Aᵀ's rows are misaligned; PACK=1 pads them (K rows of 784).
-  Config packed = c;
-  packed.values["PACK"] = 1;
-  Problem odd = spec.parse_problem("M=777,N=1333,K=2049,TA=1", Dtype::bf16);
-  REQUIRE(SearchSpace(spec, {odd}, dev).valid(packed));
-  LaunchPlan lp = Planner(spec, dev).launch(packed, odd, 0);
-  const TensorMapPlan* ap = tmap_over(lp, "a_packed");
-  REQUIRE(ap);
-  CHECK(ap->enabled);
-  CHECK(ap->dims == std::vector<uint64_t>{777, 2049});
-  CHECK(ap->strides_bytes == std::vector<uint64_t>{784 * 2});
-  CHECK(scratch_count(lp, "a_packed") == 2049 * 784);
-  // Aligned M and TA=1: nothing to pack in A (B here is aligned too).
-  CHECK_FALSE(SearchSpace(spec, {ta}, dev).valid(packed));
-  // The CUDA-core path reads A as stored M x K only.
-  Config sk = c;
-  sk.values["SKINNY"] = 208;
-  sk.values["SWIZZLE"] = 1;
-  CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=16,N=4096,K=4096,TA=1", Dtype::bf16)}, dev).valid(sk));
-
-  // Both operands M/N-major or both transposed; the default tile, the cluster
-  // and the thread-copy path compile without spills.
-  Problem both = spec.parse_problem("M=1000,N=3001,K=520,TA=1,TB=1", Dtype::fp16);
-  for (const auto& [cfg, p] : {std::pair{c, ta}, std::pair{cl, ta}, std::pair{c, odd}, std::pair{c, both}}) {
-    CompileResult res = compile_config(spec, cfg, p, dev, arch_for(90, spec.arch_specific));
-    INFO(cfg.canonical() << " " << p.canonical() << "\n" << res.log);
-    REQUIRE(res.ok);
-    CHECK(res.res.spill_bytes() == 0);
-    CHECK(res.res.stack_frame == 0);
-  }
+  // Both stored transposed.
+  const Problem both = spec.parse_problem("M=1000,N=3001,K=520,TA=1,TB=1", Dtype::fp16);
+  CompileResult res = compile_config(spec, c, both, dev, arch_for(90, spec.arch_specific));
+  INFO(res.log);
+  REQUIRE(res.ok);
+  CHECK(res.res.spill_bytes() == 0);
 }
 
 TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch copies that TMA reads",
