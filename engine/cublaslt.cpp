@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 #include <cublasLt.h>
 
@@ -122,25 +124,22 @@ CublasLtGemm::CublasLtGemm(ElemType elem, int64_t m, int64_t n, int64_t k, const
   lt_check(api.create(&x.handle), "create");
   lt_check(api.desc_create(&x.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
   // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLASLt's A is our B
-  // (n×k, leading dimension n), its B our A (k×m, leading dimension k). Our
-  // Bᵀ (row-major n×k) is column-major k×n with leading dimension k: its A
-  // is then that, transposed.
-  if (trans_b) {
-    const cublasOperation_t op = CUBLAS_OP_T;
-    lt_check(api.desc_set(x.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op, sizeof op), "transposed B");
-    lt_check(api.layout_create(&x.la, t, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k), "layout of Bᵀ");
-  } else {
-    lt_check(api.layout_create(&x.la, t, static_cast<uint64_t>(n), static_cast<uint64_t>(k), n), "layout of B");
-  }
-  // Our Aᵀ (row-major k×m) is column-major m×k with leading dimension m: its B
-  // is then that, transposed.
-  if (trans_a) {
-    const cublasOperation_t op = CUBLAS_OP_T;
-    lt_check(api.desc_set(x.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op, sizeof op), "transposed A");
-    lt_check(api.layout_create(&x.lb, t, static_cast<uint64_t>(m), static_cast<uint64_t>(k), m), "layout of Aᵀ");
-  } else {
-    lt_check(api.layout_create(&x.lb, t, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k), "layout of A");
-  }
+  // (n×k, leading dimension n), its B our A (k×m, leading dimension k). An
+  // operand stored transposed (our row-major Bᵀ, n×k, or Aᵀ, k×m) is the
+  // other way round, column-major with its other dimension leading: it is
+  // laid out as stored and cuBLASLt transposes it.
+  auto operand = [&](cublasLtMatrixLayout_t* layout, bool trans, cublasLtMatmulDescAttributes_t op_attr, int64_t rows,
+                     int64_t cols, const char* what) {
+    if (trans) {
+      const cublasOperation_t op = CUBLAS_OP_T;
+      lt_check(api.desc_set(x.desc, op_attr, &op, sizeof op), (std::string("transposed ") + what).c_str());
+      std::swap(rows, cols);
+    }
+    lt_check(api.layout_create(layout, t, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows),
+             (std::string("layout of ") + what).c_str());
+  };
+  operand(&x.la, trans_b, CUBLASLT_MATMUL_DESC_TRANSA, n, k, "B");
+  operand(&x.lb, trans_a, CUBLASLT_MATMUL_DESC_TRANSB, k, m, "A");
   lt_check(api.layout_create(&x.lc, t, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n), "layout of C");
   lt_check(api.pref_create(&x.pref), "preference");
   const uint64_t ws = kWorkspaceBytes;
