@@ -299,10 +299,13 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"sdpa_fp8", {"B=2,H=4,HKV=2,S=200,SKV=333,D=64,CAUSAL=1,DESCALE=1"}, "fp16"},
   };
   // EVOTUNE_TEST_KERNELS=gemm_sm90,sdpa_fp8 limits the cases to those
-  // templates (a quicker check of one template on a device).
+  // templates, EVOTUNE_TEST_PROBLEMS=TA=1 to those whose problem contains the
+  // text (quicker checks of one template or option on a device).
   const char* only = std::getenv("EVOTUNE_TEST_KERNELS");
+  const char* only_problems = std::getenv("EVOTUNE_TEST_PROBLEMS");
   for (const auto& c : cases) {
     if (only && ("," + std::string(only) + ",").find("," + c.kernel + ",") == std::string::npos) continue;
+    if (only_problems && c.problems[0].find(only_problems) == std::string::npos) continue;
     TempDir t;
     TuneOptions o = options(t, c.kernel, c.problems);
     o.dtype = c.dtype;
