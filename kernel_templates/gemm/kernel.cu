@@ -19,6 +19,10 @@
 // writes its fp32 partial tile to `workspace`, and the CTA that arrives last
 // at the tile's counter (in `counters`) adds the others' partials, writes C
 // and puts the counter back to zero for the next launch.
+// With GEMM_TB=1 (the problem's TB) B is stored transposed, N rows of K
+// elements (the weight W of x @ W.T): its tile is then K-major like A's,
+// copied the way A's is, and its fragments come from ldmatrix.x4 without
+// .trans.
 //
 // Tunables (macros; the spec lists their values):
 //   BLOCK_M, BLOCK_N  CTA tile of C.
@@ -69,6 +73,11 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+// Problem layout (spec.toml [defines], from the problem's TB): 1 when B is
+// stored transposed, N rows of K elements.
+#ifndef GEMM_TB
+#define GEMM_TB 0
+#endif
 
 namespace evotune_gemm {
 
@@ -79,7 +88,8 @@ constexpr int kMI = kWarpM / 16;           // m16 fragments per warp
 constexpr int kNI = kWarpN / 8;            // n8 fragments per warp (loaded in pairs)
 constexpr int kKS = BLOCK_K / 16;          // k16 steps per stage
 constexpr int kChA = BLOCK_K / 8;          // 16-byte chunks per A smem row
-constexpr int kChB = BLOCK_N / 8;          // 16-byte chunks per B smem row
+constexpr bool kTB = GEMM_TB != 0;
+constexpr int kChB = kTB ? BLOCK_K / 8 : BLOCK_N / 8;  // 16-byte chunks per B smem row (TB=1: rows of n)
 constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
 constexpr int kStageBytesB = BLOCK_K * BLOCK_N * 2;
 constexpr int kStageBytes = kStageBytesA + kStageBytesB;
@@ -117,22 +127,23 @@ __device__ __forceinline__ void st_shared_v4(void* p, unsigned a, unsigned b, un
 
 constexpr int kRpiA = kThreads / kChA;  // A rows copied per pass of the CTA
 constexpr int kRpiB = kThreads / kChB;  // B rows copied per pass
+constexpr int kRowsB = kTB ? BLOCK_N : BLOCK_K;  // rows of B's tile in shared memory
 constexpr int kItersA = (BLOCK_M + kRpiA - 1) / kRpiA;
-constexpr int kItersB = (BLOCK_K + kRpiB - 1) / kRpiB;
+constexpr int kItersB = (kRowsB + kRpiB - 1) / kRpiB;
 
 // Per-thread state of the global -> shared copies. A thread always copies the
 // same 16-byte chunk column of A and of B, rows r0, r0+RPI, r0+2*RPI, ... of
 // each tile; the pointers advance by one tile per load.
 struct Loader {
   const evotune_elem_t* a_ptr;  // &A[m0 + ra][a_k]: its first A chunk of the next tile
-  const evotune_elem_t* b_ptr;  // &B[b_k][n0 + 8*cb]
+  const evotune_elem_t* b_ptr;  // &B[b_k][n0 + 8*cb] (TB=1: &Bᵀ[n0 + rb][b_k])
   long long a_stride;           // elements between its A rows (kRpiA rows)
   long long b_stride;           // elements between its B rows (kRpiB rows)
-  long long b_step;             // elements of one B tile (BLOCK_K rows)
+  long long b_step;             // elements of one B tile (BLOCK_K rows; TB=1: BLOCK_K columns)
   int a_rows;                   // rows of A from its first row to the end: M - m0 - ra
   int a_k;                      // k of its A chunk in the next tile
-  int b_k;                      // k of its first B row in the next tile
-  int b_cols;                   // columns of B from its chunk to the end: N - n0 - 8*cb
+  int b_k;                      // k of its first B row in the next tile (TB=1: of its chunk)
+  int b_cols;                   // columns of B from its chunk to the end: N - n0 - 8*cb (TB=1: rows, N - n0 - rb)
   unsigned a_sts;               // byte offset of its first A chunk within a stage
   unsigned b_sts;               // byte offset of its first B chunk within a stage
   bool a_live, b_live;          // false when the CTA has more threads than chunk rows
@@ -153,50 +164,61 @@ __device__ __forceinline__ Loader make_loader(const evotune_elem_t* A, const evo
   const int ca = tid % kChA, ra = tid / kChA;
   const int cb = tid % kChB, rb = tid / kChB;
   L.a_ptr = A + (long long)(m0 + ra) * K + (k_begin + ca * 8);
-  L.b_ptr = B + (long long)(k_begin + rb) * N + (n0 + cb * 8);
+  // TB=1: Bᵀ's rows, as A's.
+  L.b_ptr = kTB ? B + (long long)(n0 + rb) * K + (k_begin + cb * 8) : B + (long long)(k_begin + rb) * N + (n0 + cb * 8);
   L.a_stride = (long long)kRpiA * K;
-  L.b_stride = (long long)kRpiB * N;
-  L.b_step = (long long)BLOCK_K * N;
+  L.b_stride = (long long)kRpiB * (kTB ? K : N);
+  L.b_step = kTB ? (long long)BLOCK_K : (long long)BLOCK_K * N;
   L.a_rows = M - m0 - ra;
   L.a_k = k_begin + ca * 8;
-  L.b_k = k_begin + rb;
-  L.b_cols = N - n0 - cb * 8;
+  L.b_k = kTB ? k_begin + cb * 8 : k_begin + rb;
+  L.b_cols = kTB ? N - n0 - rb : N - n0 - cb * 8;
   L.a_sts = (unsigned)(ra * BLOCK_K + swz<kChA>(ra, ca) * 8) * 2;
-  L.b_sts = (unsigned)(kStageBytesA + (rb * BLOCK_N + swz<kChB>(rb, cb) * 8) * 2);
+  L.b_sts = (unsigned)(kStageBytesA + (rb * (kTB ? BLOCK_K : BLOCK_N) + swz<kChB>(rb, cb) * 8) * 2);
   L.a_live = (BLOCK_M % kRpiA == 0) || ra < BLOCK_M;
-  L.b_live = (BLOCK_K % kRpiB == 0) || rb < BLOCK_K;
+  L.b_live = (kRowsB % kRpiB == 0) || rb < kRowsB;
   return L;
 }
 
-// Copies the next A and B tiles into `stage` (A at 0, B at kStageBytesA) and
-// advances. vec: 16-byte cp.async with zero-fill (the row stride is a multiple
-// of 8 elements, so a chunk is wholly inside or outside the matrix);
-// otherwise predicated 2-byte loads packed into 16-byte shared stores.
-__device__ __forceinline__ void load_tiles(Loader& L, unsigned char* stage, int k_end, bool a_vec, bool b_vec) {
-  if (L.a_live) {
-    if (a_vec) {
-      const bool k_ok = L.a_k < k_end;
+// One thread's chunks of a K-major tile (A's, and with TB=1 Bᵀ's): rows r0,
+// r0 + RPI, ... (ITERS of them; `rows` left in the matrix from r0, `stride`
+// elements apart), at k..k+7 (`k_end` the K slice's end), into `stage` from
+// byte offset `sts`. vec: 16-byte cp.async with zero-fill (the row stride is
+// a multiple of 8 elements, so a chunk is wholly inside or outside the
+// matrix); otherwise predicated 2-byte loads packed into 16-byte shared stores.
+template <int CH, int RPI, int ITERS>
+__device__ __forceinline__ void copy_k_major(unsigned char* stage, unsigned sts, const evotune_elem_t* ptr,
+                                             long long stride, int rows, int k, int k_end, bool vec) {
+  if (vec) {
+    const bool k_ok = k < k_end;
 #pragma unroll
-      for (int i = 0; i < kItersA; ++i)
-        evotune_ptx::cp_async_16(stage + chunk_offset<kChA, kRpiA>(L.a_sts, i), L.a_ptr + i * L.a_stride,
-                                 k_ok && i * kRpiA < L.a_rows);
-    } else {
-      const unsigned short* src = reinterpret_cast<const unsigned short*>(L.a_ptr);
+    for (int i = 0; i < ITERS; ++i)
+      evotune_ptx::cp_async_16(stage + chunk_offset<CH, RPI>(sts, i), ptr + i * stride, k_ok && i * RPI < rows);
+  } else {
+    const unsigned short* src = reinterpret_cast<const unsigned short*>(ptr);
 #pragma unroll 1
-      for (int i = 0; i < kItersA; ++i) {
-        const bool row_ok = i * kRpiA < L.a_rows;
-        unsigned w[4];
+    for (int i = 0; i < ITERS; ++i) {
+      const bool row_ok = i * RPI < rows;
+      unsigned w[4];
 #pragma unroll
-        for (int e = 0; e < 8; e += 2) {
-          const unsigned lo = (row_ok && L.a_k + e < k_end) ? (unsigned)src[i * L.a_stride + e] : 0u;
-          const unsigned hi = (row_ok && L.a_k + e + 1 < k_end) ? (unsigned)src[i * L.a_stride + e + 1] : 0u;
-          w[e / 2] = lo | (hi << 16);
-        }
-        st_shared_v4(stage + chunk_offset<kChA, kRpiA>(L.a_sts, i), w[0], w[1], w[2], w[3]);
+      for (int e = 0; e < 8; e += 2) {
+        const unsigned lo = (row_ok && k + e < k_end) ? (unsigned)src[i * stride + e] : 0u;
+        const unsigned hi = (row_ok && k + e + 1 < k_end) ? (unsigned)src[i * stride + e + 1] : 0u;
+        w[e / 2] = lo | (hi << 16);
       }
+      st_shared_v4(stage + chunk_offset<CH, RPI>(sts, i), w[0], w[1], w[2], w[3]);
     }
   }
-  if (L.b_live) {
+}
+
+// Copies the next A and B tiles into `stage` (A at 0, B at kStageBytesA) and
+// advances. vec: as copy_k_major's, per operand.
+__device__ __forceinline__ void load_tiles(Loader& L, unsigned char* stage, int k_end, bool a_vec, bool b_vec) {
+  if (L.a_live) copy_k_major<kChA, kRpiA, kItersA>(stage, L.a_sts, L.a_ptr, L.a_stride, L.a_rows, L.a_k, k_end, a_vec);
+  if constexpr (kTB) {
+    if (L.b_live)
+      copy_k_major<kChB, kRpiB, kItersB>(stage, L.b_sts, L.b_ptr, L.b_stride, L.b_cols, L.b_k, k_end, b_vec);
+  } else if (L.b_live) {
     if (b_vec) {
       const bool n_ok = L.b_cols > 0;
 #pragma unroll
@@ -238,10 +260,15 @@ __device__ __forceinline__ void load_frags(unsigned (&fa)[kMI][4], unsigned (&fb
     evotune_ptx::ldmatrix_x4(fa[mi][0], fa[mi][1], fa[mi][2], fa[mi][3],
                              stage + (a_base ^ (unsigned)(kk * 32)) + mi * 16 * BLOCK_K * 2);
 #pragma unroll
-  for (int nj = 0; nj < kNI / 2; ++nj)
-    evotune_ptx::ldmatrix_x4_trans(fb[2 * nj][0], fb[2 * nj][1], fb[2 * nj + 1][0], fb[2 * nj + 1][1],
-                                   stage + (b_base ^ (unsigned)((nj % 4) * 32)) + (nj / 4) * 128 +
-                                       kk * 16 * BLOCK_N * 2);
+  for (int nj = 0; nj < kNI / 2; ++nj) {
+    if constexpr (kTB)  // Bᵀ's rows are n: k-step kk is a XOR as A's, n16 pair nj 16 rows on
+      evotune_ptx::ldmatrix_x4(fb[2 * nj][0], fb[2 * nj][1], fb[2 * nj + 1][0], fb[2 * nj + 1][1],
+                               stage + (b_base ^ (unsigned)(kk * 32)) + nj * 16 * BLOCK_K * 2);
+    else
+      evotune_ptx::ldmatrix_x4_trans(fb[2 * nj][0], fb[2 * nj][1], fb[2 * nj + 1][0], fb[2 * nj + 1][1],
+                                     stage + (b_base ^ (unsigned)((nj % 4) * 32)) + (nj / 4) * 128 +
+                                         kk * 16 * BLOCK_N * 2);
+  }
 }
 
 __device__ __forceinline__ void mma_tile(float (&acc)[kMI][kNI][4], const unsigned (&fa)[kMI][4],
@@ -354,7 +381,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm::kThreads, MIN_BLOCKS)
 
   // 16-byte cp.async needs every row start 16-byte aligned (CTA-uniform test).
   const bool a_vec = (K % 8 == 0) && ((reinterpret_cast<unsigned long long>(A) & 15) == 0);
-  const bool b_vec = (N % 8 == 0) && ((reinterpret_cast<unsigned long long>(B) & 15) == 0);
+  const bool b_vec = ((kTB ? K : N) % 8 == 0) && ((reinterpret_cast<unsigned long long>(B) & 15) == 0);
 
   // Per-lane ldmatrix byte offsets within a stage (see load_frags). Fragment
   // row bases are multiples of 16, so the swizzle depends only on the lane.
@@ -362,9 +389,17 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm::kThreads, MIN_BLOCKS)
   {
     const int ra = warp_m * kWarpM + (lane & 15);
     a_base = (unsigned)(ra * BLOCK_K + swz<kChA>(ra, lane >> 4) * 8) * 2;
-    const int rb = lane & 15;
-    const int cb = (warp_n * kWarpN) / 8 + (lane >> 4);
-    b_base = (unsigned)(kStageBytesA + (rb * BLOCK_N + swz<kChB>(rb, cb) * 8) * 2);
+    if constexpr (kTB) {
+      // Lanes 0-7 and 16-23 address n rows 0-7 and 8-15 of an n16 pair at k
+      // 0-7, lanes 8-15 and 24-31 the same rows at k 8-15: matrices in the
+      // order of the .trans load's fragments.
+      const int rb = warp_n * kWarpN + (lane & 7) + ((lane >> 4) << 3);
+      b_base = (unsigned)(kStageBytesA + (rb * BLOCK_K + swz<kChB>(rb, (lane >> 3) & 1) * 8) * 2);
+    } else {
+      const int rb = lane & 15;
+      const int cb = (warp_n * kWarpN) / 8 + (lane >> 4);
+      b_base = (unsigned)(kStageBytesA + (rb * BLOCK_N + swz<kChB>(rb, cb) * 8) * 2);
+    }
   }
 
   float acc[kMI][kNI][4];
