@@ -22,7 +22,9 @@
 // With GEMM_TB=1 (the problem's TB) B is stored transposed, N rows of K
 // elements (the weight W of x @ W.T): its tile is then K-major like A's,
 // copied the way A's is, and its fragments come from ldmatrix.x4 without
-// .trans.
+// .trans. With GEMM_TA=1 (its TA) A is stored transposed, K rows of M
+// (column-major A): its tile is then M-major like B's, copied the way B's
+// is, and its fragments come from ldmatrix.x4.trans.
 //
 // Tunables (macros; the spec lists their values):
 //   BLOCK_M, BLOCK_N  CTA tile of C.
@@ -78,6 +80,9 @@
 #ifndef GEMM_TB
 #define GEMM_TB 0
 #endif
+#ifndef GEMM_TA
+#define GEMM_TA 0
+#endif
 
 namespace evotune_gemm {
 
@@ -87,7 +92,8 @@ constexpr int kWarpN = BLOCK_N / WARPS_N;  // warp tile cols
 constexpr int kMI = kWarpM / 16;           // m16 fragments per warp
 constexpr int kNI = kWarpN / 8;            // n8 fragments per warp (loaded in pairs)
 constexpr int kKS = BLOCK_K / 16;          // k16 steps per stage
-constexpr int kChA = BLOCK_K / 8;          // 16-byte chunks per A smem row
+constexpr bool kTA = GEMM_TA != 0;
+constexpr int kChA = kTA ? BLOCK_M / 8 : BLOCK_K / 8;  // 16-byte chunks per A smem row (TA=1: rows of k)
 constexpr bool kTB = GEMM_TB != 0;
 constexpr int kChB = kTB ? BLOCK_K / 8 : BLOCK_N / 8;  // 16-byte chunks per B smem row (TB=1: rows of n)
 constexpr int kStageBytesA = BLOCK_M * BLOCK_K * 2;
@@ -128,20 +134,22 @@ __device__ __forceinline__ void st_shared_v4(void* p, unsigned a, unsigned b, un
 constexpr int kRpiA = kThreads / kChA;  // A rows copied per pass of the CTA
 constexpr int kRpiB = kThreads / kChB;  // B rows copied per pass
 constexpr int kRowsB = kTB ? BLOCK_N : BLOCK_K;  // rows of B's tile in shared memory
-constexpr int kItersA = (BLOCK_M + kRpiA - 1) / kRpiA;
+constexpr int kRowsA = kTA ? BLOCK_K : BLOCK_M;  // and of A's
+constexpr int kItersA = (kRowsA + kRpiA - 1) / kRpiA;
 constexpr int kItersB = (kRowsB + kRpiB - 1) / kRpiB;
 
 // Per-thread state of the global -> shared copies. A thread always copies the
 // same 16-byte chunk column of A and of B, rows r0, r0+RPI, r0+2*RPI, ... of
 // each tile; the pointers advance by one tile per load.
 struct Loader {
-  const evotune_elem_t* a_ptr;  // &A[m0 + ra][a_k]: its first A chunk of the next tile
+  const evotune_elem_t* a_ptr;  // &A[m0 + ra][a_k]: its first A chunk of the next tile (TA=1: &Aᵀ[a_k][m0 + 8*ca])
   const evotune_elem_t* b_ptr;  // &B[b_k][n0 + 8*cb] (TB=1: &Bᵀ[n0 + rb][b_k])
   long long a_stride;           // elements between its A rows (kRpiA rows)
   long long b_stride;           // elements between its B rows (kRpiB rows)
+  long long a_step;             // elements of one A tile (BLOCK_K columns; TA=1: BLOCK_K rows)
   long long b_step;             // elements of one B tile (BLOCK_K rows; TB=1: BLOCK_K columns)
-  int a_rows;                   // rows of A from its first row to the end: M - m0 - ra
-  int a_k;                      // k of its A chunk in the next tile
+  int a_rows;                   // rows of A from its first row to the end: M - m0 - ra (TA=1: columns, M - m0 - 8*ca)
+  int a_k;                      // k of its A chunk in the next tile (TA=1: of its first row)
   int b_k;                      // k of its first B row in the next tile (TB=1: of its chunk)
   int b_cols;                   // columns of B from its chunk to the end: N - n0 - 8*cb (TB=1: rows, N - n0 - rb)
   unsigned a_sts;               // byte offset of its first A chunk within a stage
@@ -163,19 +171,20 @@ __device__ __forceinline__ Loader make_loader(const evotune_elem_t* A, const evo
   Loader L;
   const int ca = tid % kChA, ra = tid / kChA;
   const int cb = tid % kChB, rb = tid / kChB;
-  L.a_ptr = A + (long long)(m0 + ra) * K + (k_begin + ca * 8);
-  // TB=1: Bᵀ's rows, as A's.
+  // TA=1: Aᵀ's rows, as B's; TB=1: Bᵀ's rows, as A's.
+  L.a_ptr = kTA ? A + (long long)(k_begin + ra) * M + (m0 + ca * 8) : A + (long long)(m0 + ra) * K + (k_begin + ca * 8);
   L.b_ptr = kTB ? B + (long long)(n0 + rb) * K + (k_begin + cb * 8) : B + (long long)(k_begin + rb) * N + (n0 + cb * 8);
-  L.a_stride = (long long)kRpiA * K;
+  L.a_stride = (long long)kRpiA * (kTA ? M : K);
+  L.a_step = kTA ? (long long)BLOCK_K * M : (long long)BLOCK_K;
   L.b_stride = (long long)kRpiB * (kTB ? K : N);
   L.b_step = kTB ? (long long)BLOCK_K : (long long)BLOCK_K * N;
-  L.a_rows = M - m0 - ra;
-  L.a_k = k_begin + ca * 8;
+  L.a_rows = kTA ? M - m0 - ca * 8 : M - m0 - ra;
+  L.a_k = kTA ? k_begin + ra : k_begin + ca * 8;
   L.b_k = kTB ? k_begin + cb * 8 : k_begin + rb;
   L.b_cols = kTB ? N - n0 - rb : N - n0 - cb * 8;
-  L.a_sts = (unsigned)(ra * BLOCK_K + swz<kChA>(ra, ca) * 8) * 2;
+  L.a_sts = (unsigned)(ra * (kTA ? BLOCK_M : BLOCK_K) + swz<kChA>(ra, ca) * 8) * 2;
   L.b_sts = (unsigned)(kStageBytesA + (rb * (kTB ? BLOCK_K : BLOCK_N) + swz<kChB>(rb, cb) * 8) * 2);
-  L.a_live = (BLOCK_M % kRpiA == 0) || ra < BLOCK_M;
+  L.a_live = (kRowsA % kRpiA == 0) || ra < kRowsA;
   L.b_live = (kRowsB % kRpiB == 0) || rb < kRowsB;
   return L;
 }
@@ -211,37 +220,51 @@ __device__ __forceinline__ void copy_k_major(unsigned char* stage, unsigned sts,
   }
 }
 
-// Copies the next A and B tiles into `stage` (A at 0, B at kStageBytesA) and
-// advances. vec: as copy_k_major's, per operand.
-__device__ __forceinline__ void load_tiles(Loader& L, unsigned char* stage, int k_end, bool a_vec, bool b_vec) {
-  if (L.a_live) copy_k_major<kChA, kRpiA, kItersA>(stage, L.a_sts, L.a_ptr, L.a_stride, L.a_rows, L.a_k, k_end, a_vec);
-  if constexpr (kTB) {
-    if (L.b_live)
-      copy_k_major<kChB, kRpiB, kItersB>(stage, L.b_sts, L.b_ptr, L.b_stride, L.b_cols, L.b_k, k_end, b_vec);
-  } else if (L.b_live) {
-    if (b_vec) {
-      const bool n_ok = L.b_cols > 0;
+// One thread's chunks of an MN-major tile (B's, and with TA=1 Aᵀ's): k rows
+// k, k + RPI, ... (ITERS of them, `stride` elements apart; `k_end` the K
+// slice's end), its chunk `cols` columns before the matrix's end, into
+// `stage` from byte offset `sts`. vec: as copy_k_major's.
+template <int CH, int RPI, int ITERS>
+__device__ __forceinline__ void copy_mn_major(unsigned char* stage, unsigned sts, const evotune_elem_t* ptr,
+                                              long long stride, int cols, int k, int k_end, bool vec) {
+  if (vec) {
+    const bool n_ok = cols > 0;
 #pragma unroll
-      for (int i = 0; i < kItersB; ++i)
-        evotune_ptx::cp_async_16(stage + chunk_offset<kChB, kRpiB>(L.b_sts, i), L.b_ptr + i * L.b_stride,
-                                 n_ok && L.b_k + i * kRpiB < k_end);
-    } else {
-      const unsigned short* src = reinterpret_cast<const unsigned short*>(L.b_ptr);
+    for (int i = 0; i < ITERS; ++i)
+      evotune_ptx::cp_async_16(stage + chunk_offset<CH, RPI>(sts, i), ptr + i * stride, n_ok && k + i * RPI < k_end);
+  } else {
+    const unsigned short* src = reinterpret_cast<const unsigned short*>(ptr);
 #pragma unroll 1
-      for (int i = 0; i < kItersB; ++i) {
-        const bool row_ok = L.b_k + i * kRpiB < k_end;
-        unsigned w[4];
+    for (int i = 0; i < ITERS; ++i) {
+      const bool row_ok = k + i * RPI < k_end;
+      unsigned w[4];
 #pragma unroll
-        for (int e = 0; e < 8; e += 2) {
-          const unsigned lo = (row_ok && e < L.b_cols) ? (unsigned)src[i * L.b_stride + e] : 0u;
-          const unsigned hi = (row_ok && e + 1 < L.b_cols) ? (unsigned)src[i * L.b_stride + e + 1] : 0u;
-          w[e / 2] = lo | (hi << 16);
-        }
-        st_shared_v4(stage + chunk_offset<kChB, kRpiB>(L.b_sts, i), w[0], w[1], w[2], w[3]);
+      for (int e = 0; e < 8; e += 2) {
+        const unsigned lo = (row_ok && e < cols) ? (unsigned)src[i * stride + e] : 0u;
+        const unsigned hi = (row_ok && e + 1 < cols) ? (unsigned)src[i * stride + e + 1] : 0u;
+        w[e / 2] = lo | (hi << 16);
       }
+      st_shared_v4(stage + chunk_offset<CH, RPI>(sts, i), w[0], w[1], w[2], w[3]);
     }
   }
-  L.a_ptr += BLOCK_K;
+}
+
+// Copies the next A and B tiles into `stage` (A at 0, B at kStageBytesA) and
+// advances. vec: as the copies', per operand.
+__device__ __forceinline__ void load_tiles(Loader& L, unsigned char* stage, int k_end, bool a_vec, bool b_vec) {
+  if (L.a_live) {
+    if constexpr (kTA)
+      copy_mn_major<kChA, kRpiA, kItersA>(stage, L.a_sts, L.a_ptr, L.a_stride, L.a_rows, L.a_k, k_end, a_vec);
+    else
+      copy_k_major<kChA, kRpiA, kItersA>(stage, L.a_sts, L.a_ptr, L.a_stride, L.a_rows, L.a_k, k_end, a_vec);
+  }
+  if (L.b_live) {
+    if constexpr (kTB)
+      copy_k_major<kChB, kRpiB, kItersB>(stage, L.b_sts, L.b_ptr, L.b_stride, L.b_cols, L.b_k, k_end, b_vec);
+    else
+      copy_mn_major<kChB, kRpiB, kItersB>(stage, L.b_sts, L.b_ptr, L.b_stride, L.b_cols, L.b_k, k_end, b_vec);
+  }
+  L.a_ptr += L.a_step;
   L.a_k += BLOCK_K;
   L.b_ptr += L.b_step;
   L.b_k += BLOCK_K;
@@ -256,9 +279,15 @@ __device__ __forceinline__ void load_tiles(Loader& L, unsigned char* stage, int 
 __device__ __forceinline__ void load_frags(unsigned (&fa)[kMI][4], unsigned (&fb)[kNI][2], const unsigned char* stage,
                                            unsigned a_base, unsigned b_base, int kk) {
 #pragma unroll
-  for (int mi = 0; mi < kMI; ++mi)
-    evotune_ptx::ldmatrix_x4(fa[mi][0], fa[mi][1], fa[mi][2], fa[mi][3],
-                             stage + (a_base ^ (unsigned)(kk * 32)) + mi * 16 * BLOCK_K * 2);
+  for (int mi = 0; mi < kMI; ++mi) {
+    if constexpr (kTA)  // Aᵀ's rows are k: as B's pairs, m16 block mi two chunks on
+      evotune_ptx::ldmatrix_x4_trans(fa[mi][0], fa[mi][1], fa[mi][2], fa[mi][3],
+                                     stage + (a_base ^ (unsigned)((mi % 4) * 32)) + (mi / 4) * 128 +
+                                         kk * 16 * BLOCK_M * 2);
+    else
+      evotune_ptx::ldmatrix_x4(fa[mi][0], fa[mi][1], fa[mi][2], fa[mi][3],
+                               stage + (a_base ^ (unsigned)(kk * 32)) + mi * 16 * BLOCK_K * 2);
+  }
 #pragma unroll
   for (int nj = 0; nj < kNI / 2; ++nj) {
     if constexpr (kTB)  // Bᵀ's rows are n: k-step kk is a XOR as A's, n16 pair nj 16 rows on
@@ -380,15 +409,25 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm::kThreads, MIN_BLOCKS)
   const int k_end = min(K, k_begin + tiles_per_split * BLOCK_K);
 
   // 16-byte cp.async needs every row start 16-byte aligned (CTA-uniform test).
-  const bool a_vec = (K % 8 == 0) && ((reinterpret_cast<unsigned long long>(A) & 15) == 0);
+  const bool a_vec = ((kTA ? M : K) % 8 == 0) && ((reinterpret_cast<unsigned long long>(A) & 15) == 0);
   const bool b_vec = ((kTB ? K : N) % 8 == 0) && ((reinterpret_cast<unsigned long long>(B) & 15) == 0);
 
   // Per-lane ldmatrix byte offsets within a stage (see load_frags). Fragment
   // row bases are multiples of 16, so the swizzle depends only on the lane.
   unsigned a_base, b_base;
   {
-    const int ra = warp_m * kWarpM + (lane & 15);
-    a_base = (unsigned)(ra * BLOCK_K + swz<kChA>(ra, lane >> 4) * 8) * 2;
+    if constexpr (kTA) {
+      // Lanes 0-7 and 16-23 address k rows 0-7 and 8-15 of an m16 block's
+      // columns 0-7, lanes 8-15 and 24-31 the same rows at columns 8-15:
+      // matrices in the order of the A fragment (m 0-7, m 8-15 at k 0-7, then
+      // at k 8-15).
+      const int kr = (lane & 7) + ((lane >> 4) << 3);
+      const int ca = (warp_m * kWarpM) / 8 + ((lane >> 3) & 1);
+      a_base = (unsigned)(kr * BLOCK_M + swz<kChA>(kr, ca) * 8) * 2;
+    } else {
+      const int ra = warp_m * kWarpM + (lane & 15);
+      a_base = (unsigned)(ra * BLOCK_K + swz<kChA>(ra, lane >> 4) * 8) * 2;
+    }
     if constexpr (kTB) {
       // Lanes 0-7 and 16-23 address n rows 0-7 and 8-15 of an n16 pair at k
       // 0-7, lanes 8-15 and 24-31 the same rows at k 8-15: matrices in the

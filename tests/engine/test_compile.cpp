@@ -614,35 +614,37 @@ TEST_CASE("gemm_sm90 TB=1 and TA=1: an operand stored transposed is read by TMA 
   CHECK(res.res.spill_bytes() == 0);
 }
 
-TEST_CASE("gemm TB=1: B stored transposed compiles for sm_80 and sm_90 without spills, at every tile shape's corner",
+TEST_CASE("gemm TB=1 and TA=1: an operand stored transposed compiles for sm_80 and sm_90 without spills, at the "
+          "tile shapes' corners",
           "[compile]") {
   TempCache cache;
   KernelSpec spec = load_kernel("gemm");
   for (int cc : {80, 90}) {
     DeviceTraits dev = DeviceTraits::for_arch(cc);
-    const Problem p = spec.parse_problem("M=1000,N=777,K=520,TB=1", Dtype::bf16);
-    const auto defines = spec.compile_defines(spec.default_config(), p, dev);
-    CHECK(std::count(defines.begin(), defines.end(), std::pair<std::string, std::string>{"GEMM_TB", "1"}) == 1);
-    // The smallest and largest B tiles (BLOCK_N x BLOCK_K rows of k) with the
-    // fewest and most threads copying them.
-    std::vector<Config> cfgs;
-    for (const auto& [bn, bk, wn] : {std::tuple{32, 64, 1}, std::tuple{256, 16, 4}, std::tuple{128, 32, 2}}) {
-      Config c = spec.default_config();
-      c.values["BLOCK_N"] = bn;
-      c.values["BLOCK_K"] = bk;
-      c.values["WARPS_N"] = wn;
-      c.values["BLOCK_M"] = 64;
-      c.values["WARPS_M"] = 2;
-      c.values["STAGES"] = 4;
-      cfgs.push_back(c);
-    }
-    for (const Config& c : cfgs) {
-      INFO(cc << " " << c.canonical());
-      REQUIRE(SearchSpace(spec, {p}, dev).valid(c));
-      CompileResult res = compile_config(spec, c, p, dev, arch_for(cc, spec.arch_specific));
-      INFO(res.log);
-      REQUIRE(res.ok);
-      CHECK(res.res.spill_bytes() == 0);
+    for (const char* text : {"M=1000,N=777,K=520,TB=1", "M=1000,N=777,K=520,TA=1", "M=1000,N=777,K=520,TA=1,TB=1"}) {
+      const Problem p = spec.parse_problem(text, Dtype::bf16);
+      const auto defines = spec.compile_defines(spec.default_config(), p, dev);
+      using Define = std::pair<std::string, std::string>;
+      CHECK(std::count(defines.begin(), defines.end(), Define{"GEMM_TB", std::to_string(p.at("TB"))}) == 1);
+      CHECK(std::count(defines.begin(), defines.end(), Define{"GEMM_TA", std::to_string(p.at("TA"))}) == 1);
+      // The smallest and largest operand tiles with the fewest and most threads copying them.
+      for (const auto& [bm, bn, bk, wm, wn] : {std::tuple{32, 64, 64, 1, 2}, std::tuple{256, 128, 16, 4, 2},
+                                               std::tuple{64, 128, 32, 2, 2}, std::tuple{128, 64, 64, 4, 1}}) {
+        Config c = spec.default_config();
+        c.values["BLOCK_M"] = bm;
+        c.values["BLOCK_N"] = bn;
+        c.values["BLOCK_K"] = bk;
+        c.values["WARPS_M"] = wm;
+        c.values["WARPS_N"] = wn;
+        c.values["STAGES"] = 4;
+        c.values["SWIZZLE"] = 1;
+        INFO(cc << " " << text << " " << c.canonical());
+        REQUIRE(SearchSpace(spec, {p}, dev).valid(c));
+        CompileResult res = compile_config(spec, c, p, dev, arch_for(cc, spec.arch_specific));
+        INFO(res.log);
+        REQUIRE(res.ok);
+        CHECK(res.res.spill_bytes() == 0);
+      }
     }
   }
 }

@@ -262,9 +262,12 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
   } cases[] = {
       {"gemm", {"M=1000,N=777,K=520"}, "bf16"},
       {"gemm", {"M=257,N=130,K=99"}, "fp16"},
-      // B stored transposed (x @ W.T): aligned K by 16-byte copies, odd K by element loads.
+      // B stored transposed (x @ W.T): aligned K by 16-byte copies, odd K by
+      // element loads; A stored transposed: aligned M, odd M; both.
       {"gemm", {"M=1000,N=777,K=520,TB=1"}, "bf16"},
       {"gemm", {"M=300,N=1333,K=2049,TB=1"}, "fp16"},
+      {"gemm", {"M=1024,N=777,K=520,TA=1"}, "bf16"},
+      {"gemm", {"M=777,N=1333,K=99,TA=1,TB=1"}, "fp16"},
       {"sdpa_fwd", {"B=1,H=3,S=77,D=64"}, "fp16"},
       {"sdpa_fwd", {"B=2,H=2,S=333,D=128,CAUSAL=1"}, "bf16"},
       {"gemm_sm90", {"M=1000,N=3000,K=500"}, "bf16"},
