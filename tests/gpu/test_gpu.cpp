@@ -305,13 +305,20 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"sdpa_fp8", {"B=2,H=4,HKV=2,S=200,SKV=333,D=64,CAUSAL=1,DESCALE=1"}, "fp16"},
   };
   // EVOTUNE_TEST_KERNELS=gemm_sm90,sdpa_fp8 limits the cases to those
-  // templates, EVOTUNE_TEST_PROBLEMS=TA=1 to those whose problem contains the
-  // text (quicker checks of one template or option on a device).
+  // templates, EVOTUNE_TEST_PROBLEMS='TA=1|TB=1' to those whose problem
+  // contains one of the texts (quicker checks of one template or option on a
+  // device).
   const char* only = std::getenv("EVOTUNE_TEST_KERNELS");
   const char* only_problems = std::getenv("EVOTUNE_TEST_PROBLEMS");
+  auto wanted_problem = [&](const std::string& problem) {
+    if (!only_problems) return true;
+    for (const std::string& text : split(only_problems, '|'))
+      if (!text.empty() && problem.find(text) != std::string::npos) return true;
+    return false;
+  };
   for (const auto& c : cases) {
     if (only && ("," + std::string(only) + ",").find("," + c.kernel + ",") == std::string::npos) continue;
-    if (only_problems && c.problems[0].find(only_problems) == std::string::npos) continue;
+    if (!wanted_problem(c.problems[0])) continue;
     TempDir t;
     TuneOptions o = options(t, c.kernel, c.problems);
     o.dtype = c.dtype;
