@@ -116,11 +116,16 @@ std::vector<Problem> replayed_problems(const TuneOptions& o, const KernelSpec& s
   if (o.dtype && parse_dtype(*o.dtype) != dtype)
     throw UsageError("--dtype " + *o.dtype + ": dataset " + o.replay_path + " holds " + to_string(dtype) +
                      " measurements");
-  const std::vector<std::string> has = canonical_sorted(d.problems);
+  // A dataset recorded before the kernel gained an optional dimension (a
+  // layout option such as TB) measured its default: the problems are
+  // completed as a given problem would be.
+  std::vector<Problem> problems = d.problems;
+  for (Problem& p : problems) spec.check_problem(p);
+  const std::vector<std::string> has = canonical_sorted(problems);
   for (const Problem& p : given_problems(o, spec, dtype))
     if (!std::binary_search(has.begin(), has.end(), p.canonical()))
       throw UsageError("dataset " + o.replay_path + " has no measurements for " + p.canonical());
-  return d.problems;
+  return problems;
 }
 
 // --gpus in a replay, where there are no devices to name: how many to simulate.

@@ -449,7 +449,7 @@ TEST_CASE("resume refuses options that conflict with the run and writes nothing"
       {{"--elites", "3"}, "--elites 3 conflicts with run 1's elites 6"},
       {{"--kernel", "sdpa_fwd"}, "--kernel sdpa_fwd conflicts with run 1's kernel gemm"},
       {{"--shape", "2048,2048,2048"},
-       "--shape/--problem M=2048,N=2048,K=2048 conflicts with run 1's problems M=1024,N=1024,K=1024"},
+       "--shape/--problem M=2048,N=2048,K=2048,TA=0,TB=0 conflicts with run 1's problems M=1024,N=1024,K=1024,TA=0,TB=0"},
       {{"--dtype", "bf16"}, "--dtype bf16 conflicts with run 1's dtype fp16"},
       {{"--compile-only"}, "--compile-only conflicts with run 1"},
       {{"--replay", (t.path / "other.json").string()}, "conflicts with run 1's replay dataset"},
