@@ -184,6 +184,9 @@ std::optional<Value> Scope::lookup(std::string_view name) const {
   }
   if (problem_) {
     if (auto v = problem_->find(n)) return Value(*v);
+    // An optional dimension the problem lacks (one recorded before the
+    // kernel gained it) has its default, as check_problem would fill it.
+    if (auto d = spec_.dim_defaults.find(n); d != spec_.dim_defaults.end()) return Value(d->second);
     if (n == "dtype_bytes") return Value(static_cast<int64_t>(dtype_bytes(problem_->dtype)));
     if (n == "is_bf16") return Value(static_cast<int64_t>(problem_->dtype == Dtype::bf16));
   }

@@ -614,6 +614,30 @@ TEST_CASE("gemm_sm90 TB=1 and TA=1: an operand stored transposed is read by TMA 
   CHECK(res.res.spill_bytes() == 0);
 }
 
+TEST_CASE("a problem recorded before the kernel gained an optional dimension evaluates with its default",
+          "[plan][spec]") {
+  KernelSpec spec = load_kernel("gemm_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Problem old;  // as a run stored before TB and TA existed
+  old.dtype = Dtype::bf16;
+  old.dims = {{"M", 777}, {"N", 1333}, {"K", 2049}};
+  Config c = spec.default_config();
+  c.values["SWIZZLE"] = 1;
+  CHECK(SearchSpace(spec, {old}, dev).valid(c));
+  const auto defines = spec.compile_defines(c, old, dev);
+  using Define = std::pair<std::string, std::string>;
+  CHECK(std::count(defines.begin(), defines.end(), Define{"GEMM_TB", "0"}) == 1);
+  CHECK(std::count(defines.begin(), defines.end(), Define{"GEMM_TA", "0"}) == 1);
+  // The same plan as the problem with its defaults filled in.
+  Problem filled = old;
+  spec.check_problem(filled);
+  CHECK(filled.canonical() == "M=777,N=1333,K=2049,TA=0,TB=0");
+  const LaunchPlan a = Planner(spec, dev).launch(c, old, 0), b = Planner(spec, dev).launch(c, filled, 0);
+  CHECK(a.dims.grid == b.dims.grid);
+  CHECK(a.dims.smem == b.dims.smem);
+  CHECK(tmap_over(a, "A")->dims == tmap_over(b, "A")->dims);
+}
+
 TEST_CASE("gemm TB=1 and TA=1: an operand stored transposed compiles for sm_80 and sm_90 without spills, at the "
           "tile shapes' corners",
           "[compile]") {
