@@ -61,8 +61,10 @@ KernelSpec load_kernel(const std::string& name_or_path) {
   if (is_builtin(name_or_path)) {
     const std::string dir = "kernel_templates/" + name_or_path + "/";
     KernelSpec s = parse_spec(embedded_file(dir + "spec.toml"), "builtin:" + name_or_path, [&](const std::string& rel) {
-      auto it = embedded_files().find(dir + rel);
-      if (it == embedded_files().end()) throw std::runtime_error("no embedded file " + dir + rel);
+      // A template may name another's file ("../sdpa_fwd_sm90/kernel.cu").
+      const std::string path = std::filesystem::path(dir + rel).lexically_normal().generic_string();
+      auto it = embedded_files().find(path);
+      if (it == embedded_files().end()) throw std::runtime_error("no embedded file " + path);
       return it->second;
     });
     s.origin = "builtin";

@@ -58,13 +58,46 @@
 //    on each SM (and launches two per SM when persistent), so one CTA's
 //    softmax and epilogue run under the other's GEMMs without ping-pong.
 //
+// FP8 (SDPA_FP8=1, the sdpa_fp8_sm90 template, entry sdpa_fp8_sm90): Q, K
+// and V in e4m3 with descale factors (per tensor, times per (batch, key/value
+// head) factors with FP8_DESCALE_PER_HEAD=1), O in fp16 or bf16. The same
+// flow, with the differences FP8 wgmma brings:
+//  * Q·Kᵀ is wgmma m64nBLOCK_Nk32 e4m3: a k32 slice is 32 bytes of a row, as a
+//    16-bit k16 slice is, so the tiles and descriptors are the 16-bit ones in
+//    bytes (at D = 64 the rows are 64 bytes: the 64-byte swizzle).
+//  * FP8 operands must be K-major, so P·V needs Vᵀ. V lands by TMA unswizzled
+//    in one of two raw buffers; the producer warpgroup's warps 1-3 (the
+//    transposer; warp 0 issues the copies) write it into the stage as Vᵀ, 128
+//    keys per 128-byte swizzled panel, and arrive on the stage's V barrier.
+//  * P goes to P·V as e4m3 A fragments from registers. A thread's
+//    accumulators of a 32-key slice are keys {2t, 2t+1, 8+2t, 9+2t} (+16),
+//    not the 4 consecutive k an 8-bit fragment holds, so slot 4t+i of a 16-key
+//    group holds key {2t, 2t+1, 8+2t, 9+2t}[i]: P packs without shuffles and
+//    the transposer writes Vᵀ's keys in that order.
+//  * P is scaled by 256 (exp2 of the score minus the row max, plus 8) so that
+//    its e4m3 rounding uses the format's upper binades; the row sums carry
+//    the same factor, which cancels in O = Σ P·V / Σ P.
+//  * The descales fold into the softmax scale (q, k) and O's normalisation (v).
+//  FP8 needs the producer warpgroup (PRODUCER=1): with two or three consumer
+//  warpgroups it keeps 56 registers (the consumers 224 or 152).
+//
 // Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
 // PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
 // PERSISTENT, L2_HEADS, UNIT_OVERLAP, CTAS_PER_SM. Problem: HEAD_DIM (64,
-// 128, 256), IS_CAUSAL.
+// 128, 256), IS_CAUSAL; FP8: SDPA_FP8, FP8_DESCALE_PER_HEAD.
 
 #include "evotune_ptx.cuh"
 #include "evotune_sm90.cuh"
+
+#ifndef SDPA_FP8
+#define SDPA_FP8 0
+#endif
+#ifndef FP8_DESCALE_PER_HEAD
+#define FP8_DESCALE_PER_HEAD 0
+#endif
+#if SDPA_FP8
+#include "evotune_sm90_fp8.cuh"
+#endif
 
 #ifndef HEAD_DIM
 #define HEAD_DIM 128
@@ -123,29 +156,41 @@ constexpr bool kBF16 = true;
 constexpr bool kBF16 = false;
 #endif
 
+constexpr bool kFP8 = SDPA_FP8 == 1;
 constexpr int kD = HEAD_DIM;
 constexpr int kBN = BLOCK_N;
 constexpr int kCWG = CONSUMER_WG;
 constexpr int kBM = 64 * kCWG;
-constexpr int kPanels = kD / 64;          // 64-column (128-byte) panels of a row
-constexpr int kQBytes = kBM * kD * 2;     // the Q tile
-constexpr int kKVBytes = kBN * kD * 2;    // one K or V tile
-constexpr int kStageBytes = 2 * kKVBytes;  // K then V
-constexpr int kBarOffset = kQBytes + STAGES * kStageBytes;
+constexpr int kRowBytes = kFP8 ? kD : 2 * kD;       // a Q, K or V row
+constexpr int kSw = kRowBytes >= 128 ? 128 : 64;    // the Q and K tiles' swizzle (64: FP8 at D = 64)
+constexpr int kPanels = kRowBytes / kSw;            // swizzle-wide panels of a row
+constexpr int kPanelCols = kFP8 ? kSw : kSw / 2;    // elements of a panel row
+constexpr int kQBytes = kBM * kRowBytes;            // the Q tile
+constexpr int kKVBytes = kBN * kRowBytes;           // one K (or V as it lands) tile
+// The V the consumers read: the tile itself, or (FP8) Vᵀ in 128-key panels.
+constexpr int kVBytes = kFP8 ? (kBN + 127) / 128 * kD * 128 : kKVBytes;
+constexpr int kStageBytes = kKVBytes + kVBytes;     // K then V
+constexpr int kVRaw = kFP8 ? 2 : 0;                 // FP8: buffers V lands in before the transpose
+constexpr int kRawOffset = kQBytes + STAGES * kStageBytes;
+constexpr int kBarOffset = kRawOffset + kVRaw * kKVBytes;
 constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // alignment slack, tiles, barriers
 constexpr int kProducerThreads = PRODUCER ? 128 : 32;
 constexpr int kConsumerThreads = 128 * kCWG;
 constexpr int kThreads = kConsumerThreads + kProducerThreads;
 constexpr int kSAcc = kBN / 2;  // fp32 S accumulators per thread
 constexpr int kOAcc = kD / 2;   // fp32 O accumulators per thread
-constexpr int kPK = kBN / 16;   // k16 slices of P (A fragments of the P·V product)
-constexpr int kQK = kD / 16;    // k16 slices of Q
+constexpr int kKSlice = kFP8 ? 32 : 16;  // k of one wgmma (32 bytes of a row either way)
+constexpr int kPK = kBN / kKSlice;       // k-slices of P (A fragments of the P·V product)
+constexpr int kQK = kD / kKSlice;        // k-slices of Q
 constexpr bool kPingPong = PINGPONG == 1;
-// Producer / consumer registers with PRODUCER=1: two consumer warpgroups take
-// 240 (24 left to the producer) or 232 (40); three take 160 (32).
-[[maybe_unused]] constexpr int kRegProducer = kCWG == 3 ? 32 : (REG_SPLIT ? 24 : 40);
-[[maybe_unused]] constexpr int kRegConsumer = kCWG == 3 ? 160 : (REG_SPLIT ? 240 : 232);
+// setmaxnreg with a producer warpgroup beside two or three consumer warpgroups:
+// two take 240 (24 left to the producer) or 232 (40); three take 160 (32).
+// FP8's producer transposes V: it keeps 56 (the consumers 224 or 152).
+constexpr bool kSetMaxNReg = PRODUCER == 1 && kCWG >= 2;
+[[maybe_unused]] constexpr int kRegProducer = kFP8 ? 56 : (kCWG == 3 ? 32 : (REG_SPLIT ? 24 : 40));
+[[maybe_unused]] constexpr int kRegConsumer = kFP8 ? (kCWG == 3 ? 152 : 224) : (kCWG == 3 ? 160 : (REG_SPLIT ? 240 : 232));
 constexpr unsigned kWarpArrivals = 4 * kCWG;  // every consumer warp releases a buffer
+constexpr int kTransposers = kFP8 ? 3 : 0;    // FP8: producer warps 1-3 write Vᵀ
 
 // Named barrier ids (0 is __syncthreads).
 constexpr int kBarWg = 1;    // + wg: one consumer warpgroup (split-KV merge)
@@ -155,12 +200,14 @@ static_assert(kD == 64 || kD == 128 || kD == 256, "HEAD_DIM is 64, 128 or 256");
 static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192,
               "BLOCK_N is 64, 96, 128, 160, 176 or 192 (a wgmma N with its A, and a multiple of 16)");
 static_assert(kCWG >= 1 && kCWG <= 3, "1 to 3 consumer warpgroups");
-static_assert(PRODUCER == 0 || kCWG >= 2, "a producer warpgroup hands registers to 2 or 3 consumer warpgroups");
+static_assert(PRODUCER == 0 || kCWG >= 2 || kFP8, "a producer warpgroup hands registers to 2 or 3 consumer warpgroups");
+static_assert(!kFP8 || (PRODUCER == 1 && kBN % 32 == 0), "FP8: a producer warpgroup (it transposes V), k32 slices of keys");
 static_assert(!kPingPong || (kCWG == 2 && OVERLAP == 1), "ping-pong: two overlapped consumer warpgroups");
 static_assert(STAGES >= 2 && STAGES <= 4, "2..4 stages");
 static_assert(CTAS_PER_SM == 1 || (CTAS_PER_SM == 2 && PRODUCER == 0), "two CTAs per SM: one-warp producers");
 static_assert(!UNIT_OVERLAP || (OVERLAP == 1 && PERSISTENT > 0), "unit overlap: overlapped persistent CTAs");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
+static_assert(!kFP8 || kBN * kD / 64 % 32 == 0, "the transposer's (16-key group, 4-byte word) pairs fill whole warps");
 
 struct Problem {
   int B, H, HKV, SQ, SKV;
@@ -196,6 +243,9 @@ struct Work {
   int kv;           // key/value head (b*HKV + hk), the 3-D maps' outer coordinate
   int t_begin, t_end;  // key tiles of this split
   int mask_from;    // key tiles from here on need the mask
+#if SDPA_FP8
+  float sl2, os;    // the consumers': softmax scale in log2 units and O's factor, with the unit's descales
+#endif
 };
 
 __device__ __forceinline__ Work decode(const Problem& p, int u) {
@@ -247,22 +297,28 @@ __device__ __forceinline__ Work decode(const Problem& p, int u) {
 }
 
 // A ring position: stage and the parity of its current phase.
-struct Ring {
+template <int N>
+struct RingOf {
   int stage = 0;
   unsigned phase = 0;
   __device__ __forceinline__ void next() {
-    if (++stage == STAGES) {
+    if (++stage == N) {
       stage = 0;
       phase ^= 1u;
     }
   }
 };
+using Ring = RingOf<STAGES>;
 
 struct Smem {
   unsigned q, ring;                    // tiles
   unsigned q_full, q_empty;            // mbarriers
-  unsigned k_full, v_full;             // + 8 * stage: the tile landed
+  unsigned k_full, v_full;             // + 8 * stage: the tile landed (FP8's Vᵀ: written)
   unsigned k_empty, v_empty;           // + 8 * stage: every consumer warp is done with it
+#if SDPA_FP8
+  unsigned raw, raw_full, raw_empty;   // V as it lands, + 8 * buffer: landed / transposed
+  __device__ __forceinline__ unsigned raw_tile(int b) const { return raw + b * kKVBytes; }
+#endif
   __device__ __forceinline__ unsigned k_tile(int st) const { return ring + st * kStageBytes; }
   __device__ __forceinline__ unsigned v_tile(int st) const { return ring + st * kStageBytes + kKVBytes; }
 };
@@ -296,6 +352,9 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
                                          const void* tm_v, unsigned* counters) {
   using namespace evotune_sm90;
   Ring ring;
+#if SDPA_FP8
+  RingOf<kVRaw> raw;
+#endif
   unsigned q_phase = 0;
   int next = blockIdx.x;
   while (next < p.units) {
@@ -308,18 +367,29 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
     *unit_slot(counters) = u;  // released by the arrival below
     mbar_arrive_expect_tx(sm.q_full, kQBytes);
 #pragma unroll
-    for (int pn = 0; pn < kPanels; ++pn) tma_load_2d(sm.q + pn * kBM * 128, tm_q, pn * 64, w.row_base + w.m0, sm.q_full);
+    for (int pn = 0; pn < kPanels; ++pn)
+      tma_load_2d(sm.q + pn * kBM * kSw, tm_q, pn * kPanelCols, w.row_base + w.m0, sm.q_full);
     for (int t = w.t_begin; t < w.t_end; ++t) {
       mbar_wait(sm.k_empty + 8 * ring.stage, ring.phase ^ 1u);
       mbar_arrive_expect_tx(sm.k_full + 8 * ring.stage, kKVBytes);
 #pragma unroll
       for (int pn = 0; pn < kPanels; ++pn)
-        tma_load_3d(sm.k_tile(ring.stage) + pn * kBN * 128, tm_k, pn * 64, t * kBN, w.kv, sm.k_full + 8 * ring.stage);
+        tma_load_3d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, t * kBN, w.kv,
+                    sm.k_full + 8 * ring.stage);
+#if SDPA_FP8
+      // The whole tile unswizzled into a raw buffer; the transposer fills the stage.
+      mbar_wait(sm.raw_empty + 8 * raw.stage, raw.phase ^ 1u);
+      mbar_arrive_expect_tx(sm.raw_full + 8 * raw.stage, kKVBytes);
+      tma_load_3d(sm.raw_tile(raw.stage), tm_v, 0, t * kBN, w.kv, sm.raw_full + 8 * raw.stage);
+      raw.next();
+#else
       mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
       mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kKVBytes);
 #pragma unroll
       for (int pn = 0; pn < kPanels; ++pn)
-        tma_load_3d(sm.v_tile(ring.stage) + pn * kBN * 128, tm_v, pn * 64, t * kBN, w.kv, sm.v_full + 8 * ring.stage);
+        tma_load_3d(sm.v_tile(ring.stage) + pn * kBN * kSw, tm_v, pn * kPanelCols, t * kBN, w.kv,
+                    sm.v_full + 8 * ring.stage);
+#endif
       ring.next();
     }
   }
@@ -329,6 +399,94 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
   mbar_arrive(sm.q_full);
 }
 
+// ------------------------------------------------------------ FP8: V transposed
+
+#if SDPA_FP8
+
+// One tile of V (kBN keys x kD bytes, unswizzled, at raw) written as Vᵀ at vt:
+// row n (a column of V) holds the tile's keys in 128-key panels (kD rows of
+// 128 bytes, 128-byte swizzle: 16-byte chunk c of row n at c ^ (n & 7)), slot
+// 4t+i of each 16-key group holding key {2t, 2t+1, 8+2t, 9+2t}[i] of the group
+// (P's fragment order, see the opening comment). A thread takes a (16-key
+// group, 4-byte word of V's row) pair at a time: 16 words in, a 4x4 byte
+// transpose per 4 keys, four 16-byte chunks out (rows 4w .. 4w+3). Lanes read
+// consecutive words of one key row (no bank conflicts); each lane rotates the
+// order of its four row writes by (lane >> 1) & 3, so the 8 lanes of a store
+// phase hit 8 different chunks of the swizzle.
+__device__ __forceinline__ void transpose_v(unsigned raw, unsigned vt, int tw, int lane) {
+  constexpr int kWords = kD / 4;                // 4-byte words of a V row
+  constexpr int kPairs = kBN / 16 * kWords;
+  const int r = (lane >> 1) & 3;
+  // Byte selector of a word rotated by r bytes (byte j of the result = byte (j + r) & 3).
+  const unsigned rot = (unsigned)(((r + 0) & 3) | ((r + 1) & 3) << 4 | ((r + 2) & 3) << 8 | ((r + 3) & 3) << 12);
+#pragma unroll 1
+  for (int pi = tw * 32 + lane; pi < kPairs; pi += 32 * kTransposers) {
+    const int q = pi / kWords, wd = pi % kWords;
+    const unsigned src = raw + (unsigned)(16 * q * kRowBytes + 4 * wd);
+    unsigned out[4][4];  // [t][j]: slots 4t .. 4t+3 of row 4wd + ((j + r) & 3)
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      unsigned v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int key = (i < 2 ? 2 * t + i : 8 + 2 * t + (i - 2));
+        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v[i]) : "r"(src + key * kRowBytes));
+        v[i] = __byte_perm(v[i], 0u, rot);
+      }
+      const unsigned lo01 = __byte_perm(v[0], v[1], 0x5140), hi01 = __byte_perm(v[0], v[1], 0x7362);
+      const unsigned lo23 = __byte_perm(v[2], v[3], 0x5140), hi23 = __byte_perm(v[2], v[3], 0x7362);
+      out[t][0] = __byte_perm(lo01, lo23, 0x5410);
+      out[t][1] = __byte_perm(lo01, lo23, 0x7632);
+      out[t][2] = __byte_perm(hi01, hi23, 0x5410);
+      out[t][3] = __byte_perm(hi01, hi23, 0x7632);
+    }
+    const unsigned panel = vt + (unsigned)((q / 8) * kD * 128);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = 4 * wd + ((j + r) & 3);
+      const unsigned dst = panel + n * 128 + (((q % 8) ^ (n & 7)) << 4);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(out[0][j]), "r"(out[1][j]),
+                   "r"(out[2][j]), "r"(out[3][j])
+                   : "memory");
+    }
+  }
+}
+
+// Producer warps 1-3 (FP8): every unit the producer hands over (they watch
+// the Q handover like the consumers, and count in on Q's release so that the
+// next unit's slot waits for them), then each key tile's V as it lands,
+// transposed into the stage; the consumers wait for all three warps.
+__device__ __forceinline__ void transposer(const Problem& p, const Smem& sm, unsigned* counters, int tw, int lane) {
+  using namespace evotune_sm90;
+  Ring ring;
+  RingOf<kVRaw> raw;
+  unsigned q_phase = 0;
+  for (;;) {
+    mbar_wait(sm.q_full, q_phase);
+    q_phase ^= 1u;
+    const int u = *unit_slot(counters);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(sm.q_empty);
+    if (u >= p.units) return;
+    const Work w = decode(p, u);
+    for (int t = w.t_begin; t < w.t_end; ++t) {
+      mbar_wait(sm.raw_full + 8 * raw.stage, raw.phase);
+      mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
+      transpose_v(sm.raw_tile(raw.stage), sm.v_tile(ring.stage), tw, lane);
+      fence_proxy_async();  // the writes, before the consumers' wgmma reads them
+      __syncwarp();
+      if (lane == 0) {
+        mbar_arrive(sm.v_full + 8 * ring.stage);
+        mbar_arrive(sm.raw_empty + 8 * raw.stage);
+      }
+      ring.next();
+      raw.next();
+    }
+  }
+}
+
+#endif  // SDPA_FP8
+
 // ------------------------------------------------------------ consumer math
 
 __device__ __forceinline__ float ex2(float x) {
@@ -337,6 +495,24 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+// Four floats as e4m3 (saturating, round to nearest), a in the low byte.
+__device__ __forceinline__ unsigned pack4_e4m3(float a, float b, float c, float d) {
+  unsigned short lo, hi;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(b), "f"(a));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(d), "f"(c));
+  return (unsigned)lo | ((unsigned)hi << 16);
+}
+
+// The Q and K tiles' descriptor (K-major, rows of kSw bytes in 8-row atoms).
+// A macro: ptxas scheduled the 16-bit main loop differently when it was an
+// inline function.
+#if SDPA_FP8
+#define SDPA_DESC_QK(saddr) \
+  (kSw == 64 ? evotune_sm90::make_desc_sw64((saddr), 16, 512) : evotune_sm90::make_desc_sw128((saddr), 16, 1024))
+#else
+#define SDPA_DESC_QK(saddr) evotune_sm90::make_desc_sw128((saddr), 16, 1024)
+#endif
 
 // Per-thread state of one warpgroup's 64 rows: this thread holds rows
 // g = lane/4 (h = 0) and g + 8 (h = 1) of its warp's 16, and in the wgmma
@@ -361,9 +537,31 @@ struct Consumer {
   const Problem& p;
   const Smem& sm;
   int wg, wg_tid, warp, lane;
-  float scale_log2;
-  unsigned long long dq0;  // Q descriptor of this warpgroup's rows, panel 0, k16 slice 0
+  float scale_log2;        // the softmax scale in log2 units (FP8: times the q and k descales)
+  unsigned long long dq0;  // Q descriptor of this warpgroup's rows, panel 0, k-slice 0
   unsigned qf[Q_IN_REGS ? kQK : 1][4];  // Q_IN_REGS: Q A-fragments
+#if SDPA_FP8
+  float o_scale;                    // the v descale
+  const float *qds, *kds, *vds;     // FP8_DESCALE_PER_HEAD: factors per (batch, key/value head)
+
+  // The unit's scales: the per-tensor ones times its key/value head's factors.
+  __device__ __forceinline__ void unit_scales(Work& w) const {
+    w.sl2 = scale_log2;
+    w.os = o_scale;
+    if (FP8_DESCALE_PER_HEAD) {
+      w.sl2 *= __ldg(qds + w.kv) * __ldg(kds + w.kv);
+      w.os *= __ldg(vds + w.kv);
+    }
+  }
+#endif
+  __device__ __forceinline__ float sl2(const Work& w) const {
+#if SDPA_FP8
+    return w.sl2;
+#else
+    (void)w;
+    return scale_log2;
+#endif
+  }
 
   __device__ __forceinline__ void release(unsigned bar) const {
     __syncwarp();
@@ -371,14 +569,18 @@ struct Consumer {
   }
 
   // Q_IN_REGS: this warp's 16 rows of Q as mma A fragments (ldmatrix through
-  // the 128-byte swizzle: 16-byte chunk c of row r sits at c ^ (r & 7)).
+  // the swizzle: 16-byte chunk c of row r sits at c ^ (r & 7) in the 128-byte
+  // one, c ^ ((r >> 1) & 3) in the 64-byte one). A k-slice is 32 bytes of the
+  // row in both widths, so the b16 ldmatrix gives FP8 fragments too.
   __device__ __forceinline__ void load_q_fragments() {
     if constexpr (Q_IN_REGS) {
       const int r = wg * 64 + warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+      constexpr int kSlices = kSw / 32;  // k-slices per panel row
 #pragma unroll
       for (int kk = 0; kk < kQK; ++kk) {
-        const int chunk = (kk % 4) * 2 + (lane >> 4);
-        const unsigned addr = sm.q + (kk / 4) * kBM * 128 + r * 128 + ((chunk ^ (r & 7)) << 4);
+        const int chunk = (kk % kSlices) * 2 + (lane >> 4);
+        const int swz = kSw == 128 ? (r & 7) : ((r >> 1) & 3);
+        const unsigned addr = sm.q + (kk / kSlices) * kBM * kSw + r * kSw + ((chunk ^ swz) << 4);
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(qf[kk][0]), "=r"(qf[kk][1]), "=r"(qf[kk][2]), "=r"(qf[kk][3])
                      : "r"(addr));
@@ -391,17 +593,26 @@ struct Consumer {
   // them ptxas reused Q's registers once the loop had issued its last read).
   __device__ __forceinline__ void issue_s(float (&s)[kSAcc], int st) {
     using namespace evotune_sm90;
-    const unsigned long long dk = make_desc_sw128(sm.k_tile(st), 16, 1024);
+    const unsigned long long dk = SDPA_DESC_QK(sm.k_tile(st));
+    constexpr int kSlices = kSw / 32;  // k-slices per panel row
     if constexpr (Q_IN_REGS) fence_all(qf);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kQK; ++kk) {
-      const unsigned long long db = dk + (((kk / 4) * kBN * 128 + (kk % 4) * 32) >> 4);
+      const unsigned long long db = dk + (((kk / kSlices) * kBN * kSw + (kk % kSlices) * 32) >> 4);
       if constexpr (Q_IN_REGS) {
+#if SDPA_FP8
+        wgmma_f8_rs<kBN>(s, qf[kk], db, kk > 0);
+#else
         wgmma_rs<kBN, kBF16, 0>(s, qf[kk], db, kk > 0);
+#endif
       } else {
-        const unsigned long long da = dq0 + (((kk / 4) * kBM * 128 + (kk % 4) * 32) >> 4);
+        const unsigned long long da = dq0 + (((kk / kSlices) * kBM * kSw + (kk % kSlices) * 32) >> 4);
+#if SDPA_FP8
+        wgmma_f8_ss<kBN>(s, da, db, kk > 0);
+#else
         wgmma_ss_d<kBN, kBF16, 0>(s, da, db, kk > 0);
+#endif
       }
     }
     wgmma_commit();
@@ -412,12 +623,22 @@ struct Consumer {
   __device__ __forceinline__ static void issue_pv(float (&o)[kOAcc], unsigned (&pf)[kPK][4], const Smem& sm, int st) {
     using namespace evotune_sm90;
     fence_all(pf);
+#if SDPA_FP8
+    // Vᵀ is K-major (keys along the 128-byte rows): a k32 slice is 32 bytes of
+    // a row, the next 128 keys the next panel (kD*128 bytes on).
+    const unsigned long long dv = make_desc_sw128(sm.v_tile(st), 16, 1024);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kPK; ++kk)
+      wgmma_f8_rs<kD>(o, pf[kk], dv + (((kk / 4) * kD * 128 + (kk % 4) * 32) >> 4), 1);
+#else
     // V is MN-major: atoms of 64 D-columns x 8 keys; the next 64 columns are the
     // next panel (kBN*128 bytes on), the next 8 keys 1024 bytes on.
     const unsigned long long dv = make_desc_sw128(sm.v_tile(st), kBN * 128, 1024);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kPK; ++kk) wgmma_rs<kD, kBF16, 1>(o, pf[kk], dv + ((kk * 16 * 128) >> 4), 1);
+#endif
     wgmma_commit();
     fence_all(pf);
   }
@@ -444,7 +665,8 @@ struct Consumer {
 
   // Online softmax of one key tile: updates the running max, turns s into
   // probabilities, returns the rescale factors of the old O and l.
-  __device__ __forceinline__ void softmax(float (&s)[kSAcc], RowState& rs, float (&alpha)[2]) const {
+  __device__ __forceinline__ void softmax(float (&s)[kSAcc], RowState& rs, float (&alpha)[2], const Work& w) const {
+    const float scale_log2 = sl2(w);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float raw = neg_inf();  // the max of the raw scores (scale > 0 keeps the order)
@@ -456,12 +678,14 @@ struct Consumer {
       const float base = mx == neg_inf() ? 0.f : mx;  // a row with no key yet
       alpha[h] = ex2(rs.m[h] - base);
       rs.m[h] = mx;
+      // FP8: P times 2^8, for its e4m3 rounding (the row sums carry it too).
+      const float bias = kFP8 ? 8.f - base : -base;
       float sum = 0.f;
 #pragma unroll
       for (int j = 0; j < kSAcc / 4; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float v = ex2(fmaf(s[4 * j + 2 * h + e], scale_log2, -base));
+          const float v = ex2(fmaf(s[4 * j + 2 * h + e], scale_log2, bias));
           s[4 * j + 2 * h + e] = v;
           sum += v;
         }
@@ -481,11 +705,21 @@ struct Consumer {
 
   // P in the A-fragment layout: slice kk covers columns 16kk .. 16kk+15, i.e.
   // accumulator groups 2kk (a0 rows g, a1 rows g+8) and 2kk+1 (a2, a3).
+  // FP8: slice kk covers accumulator groups 4kk .. 4kk+3; a0 (row g) takes
+  // keys {2t, 2t+1} of groups 4kk and 4kk+1, a2 those of 4kk+2 and 4kk+3, a1
+  // and a3 the same of row g+8 (Vᵀ holds the keys in this order).
   __device__ __forceinline__ static void pack_p(const float (&s)[kSAcc], unsigned (&pf)[kPK][4]) {
 #pragma unroll
     for (int kk = 0; kk < kPK; ++kk)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) pf[kk][i] = evotune_ptx::pack2(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (kFP8) {
+          const int b = 16 * kk + 8 * (i >> 1) + 2 * (i & 1);
+          pf[kk][i] = pack4_e4m3(s[b], s[b + 1], s[b + 4], s[b + 5]);
+        } else {
+          pf[kk][i] = evotune_ptx::pack2(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
+        }
+      }
   }
 
   __device__ __forceinline__ void turn_begin() const {
@@ -509,7 +743,7 @@ struct Consumer {
     release(sm.k_empty + 8 * ring.stage);
     if (!Q_IN_REGS && w.t_end - w.t_begin == 1) release(sm.q_empty);
     if (w.t_begin >= w.mask_from) mask(s, w, w.t_begin);
-    softmax(s, rs, alpha);
+    softmax(s, rs, alpha, w);
   }
 
   // step: S of key tile t of unit w (stage ring) issued beside P·V of the
@@ -530,7 +764,7 @@ struct Consumer {
     release(sm.k_empty + 8 * ring.stage);
     if (!Q_IN_REGS && t == w.t_end - 1) release(sm.q_empty);
     if (t >= w.mask_from) mask(s, w, t);
-    softmax(s, rs, alpha);
+    softmax(s, rs, alpha, w);
     wgmma_wait<0>();
     fence_all(o);
     release(sm.v_empty + 8 * prev.stage);
@@ -578,7 +812,7 @@ struct Consumer {
         if (!Q_IN_REGS && i == n - 1) release(sm.q_empty);
         const int t = w.t_begin + i;
         if (t >= w.mask_from) mask(s, w, t);
-        softmax(s, rs, alpha);
+        softmax(s, rs, alpha, w);
         rescale(o, alpha);
         pack_p(s, pf);
         mbar_wait(sm.v_full + 8 * ring.stage, ring.phase);
@@ -662,7 +896,11 @@ struct Consumer {
     for (int h = 0; h < 2; ++h) {
       const int r = w.m0 + wg * 64 + warp * 16 + g + 8 * h;
       if (r >= p.L) continue;
+#if SDPA_FP8
+      const float inv = rs.l[h] > 0.f ? w.os / rs.l[h] : 0.f;
+#else
       const float inv = rs.l[h] > 0.f ? 1.f / rs.l[h] : 0.f;
+#endif
       evotune_elem_t* dst = O + (size_t)(w.row_base + r) * kD + 2 * c;
 #pragma unroll
       for (int j = 0; j < kOAcc / 4; ++j)
@@ -681,6 +919,9 @@ struct Consumer {
       const int u = *unit_slot(counters);
       if (u >= p.units) return false;
       w = decode(p, u);
+#if SDPA_FP8
+      unit_scales(w);
+#endif
       if (w.t_end > w.t_begin) {
         if (Q_IN_REGS) {
           load_q_fragments();
@@ -803,12 +1044,26 @@ struct Consumer {
 
 }  // namespace sdpa_sm90
 
+#if SDPA_FP8
+// Q, K and V in e4m3 (bytes); `group` (H / HKV) is the reference's, the
+// kernel derives it.
+extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
+    sdpa_fp8_sm90(const __grid_constant__ EvotuneTmap tm_q, const __grid_constant__ EvotuneTmap tm_k,
+                  const __grid_constant__ EvotuneTmap tm_v, const unsigned char* __restrict__ Q,
+                  const unsigned char* __restrict__ K, const unsigned char* __restrict__ V,
+                  evotune_elem_t* __restrict__ O, float* __restrict__ workspace, unsigned* __restrict__ counters,
+                  int B, int H, int HKV, int SQ, int SKV, int group, float scale, float q_descale, float k_descale,
+                  float v_descale, const float* __restrict__ q_descales, const float* __restrict__ k_descales,
+                  const float* __restrict__ v_descales) {
+  (void)group;
+#else
 extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     sdpa_fwd_sm90(const __grid_constant__ EvotuneTmap tm_q, const __grid_constant__ EvotuneTmap tm_k,
                   const __grid_constant__ EvotuneTmap tm_v, const evotune_elem_t* __restrict__ Q,
                   const evotune_elem_t* __restrict__ K, const evotune_elem_t* __restrict__ V,
                   evotune_elem_t* __restrict__ O, float* __restrict__ workspace, unsigned* __restrict__ counters,
                   int B, int H, int HKV, int SQ, int SKV, float scale) {
+#endif
 #if EVOTUNE_SM90A
   using namespace sdpa_sm90;
   using namespace evotune_sm90;
@@ -828,8 +1083,14 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   sm.v_full = sm.k_full + 8 * STAGES;
   sm.k_empty = sm.v_full + 8 * STAGES;
   sm.v_empty = sm.k_empty + 8 * STAGES;
-  volatile int* last_flags = reinterpret_cast<volatile int*>(sdpa_smem + (base - raw) + kBarOffset + 16 + 32 * STAGES);
-  static_assert(16 + 32 * STAGES + 4 * 3 <= 256, "barriers and flags fit the 256-byte area");
+#if SDPA_FP8
+  sm.raw = base + kRawOffset;
+  sm.raw_full = sm.v_empty + 8 * STAGES;
+  sm.raw_empty = sm.raw_full + 8 * kVRaw;
+#endif
+  volatile int* last_flags =
+      reinterpret_cast<volatile int*>(sdpa_smem + (base - raw) + kBarOffset + 16 + 32 * STAGES + 16 * kVRaw);
+  static_assert(16 + 32 * STAGES + 16 * kVRaw + 4 * 3 <= 256, "barriers and flags fit the 256-byte area");
 
   if (threadIdx.x == kConsumerThreads) {
     tma_prefetch_desc(&tm_q);
@@ -841,13 +1102,19 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     asm volatile("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(dyn));
     if (dyn < (unsigned)kSmemBytes) __trap();
     mbar_init(sm.q_full, 1);
-    mbar_init(sm.q_empty, kWarpArrivals);
+    mbar_init(sm.q_empty, kWarpArrivals + kTransposers);
     for (int st = 0; st < STAGES; ++st) {
       mbar_init(sm.k_full + 8 * st, 1);
-      mbar_init(sm.v_full + 8 * st, 1);
+      mbar_init(sm.v_full + 8 * st, kFP8 ? kTransposers : 1);
       mbar_init(sm.k_empty + 8 * st, kWarpArrivals);
       mbar_init(sm.v_empty + 8 * st, kWarpArrivals);
     }
+#if SDPA_FP8
+    for (int b = 0; b < kVRaw; ++b) {
+      mbar_init(sm.raw_full + 8 * b, 1);
+      mbar_init(sm.raw_empty + 8 * b, kTransposers);
+    }
+#endif
     fence_mbar_init();
   }
   __syncthreads();
@@ -856,16 +1123,26 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   // Warp-uniform as far as the compiler can tell (a broadcast).
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x >> 7, 0);
   if (wg == kCWG) {
-    if constexpr (PRODUCER == 1) setmaxnreg_dec<kRegProducer>();
+    if constexpr (kSetMaxNReg) setmaxnreg_dec<kRegProducer>();
     if (threadIdx.x == kConsumerThreads) producer(p, sm, &tm_q, &tm_k, &tm_v, counters);
+#if SDPA_FP8
+    const int pw = ((int)threadIdx.x - kConsumerThreads) >> 5;
+    if (pw > 0) transposer(p, sm, counters, pw - 1, (int)threadIdx.x & 31);
+#endif
   } else {
-    if constexpr (PRODUCER == 1) setmaxnreg_inc<kRegConsumer>();
+    if constexpr (kSetMaxNReg) setmaxnreg_inc<kRegConsumer>();
+#if SDPA_FP8
+    Consumer c{p, sm, wg, (int)threadIdx.x & 127, ((int)threadIdx.x & 127) >> 5, (int)threadIdx.x & 31,
+               scale * q_descale * k_descale * 1.4426950408889634f, SDPA_DESC_QK(sm.q + wg * 64 * kSw), {}, v_descale,
+               q_descales, k_descales, v_descales};
+#else
     Consumer c{p, sm, wg, (int)threadIdx.x & 127, ((int)threadIdx.x & 127) >> 5, (int)threadIdx.x & 31,
                scale * 1.4426950408889634f, make_desc_sw128(sm.q + wg * 64 * 128, 16, 1024), {}};
+#endif
     c.run(O, workspace, counters, last_flags);
   }
 #else
-  // sdpa_fwd_sm90 needs sm_90a (wgmma, setmaxnreg); nothing to run elsewhere.
+  // sdpa_fwd_sm90 and sdpa_fp8_sm90 need sm_90a (wgmma, setmaxnreg); nothing to run elsewhere.
   __trap();
 #endif
 }

@@ -59,14 +59,7 @@ struct TempCache {
 // One config of a template compiled as the tuner compiles it.
 CompileResult compile_config(const KernelSpec& spec, const Config& c, const Problem& p, const DeviceTraits& dev,
                              const std::string& arch) {
-  CompileRequest r;
-  r.source_name = spec.source_name;
-  r.source = spec.source_text;
-  r.entry = spec.entry;
-  r.arch = arch;
-  r.headers = spec.headers;
-  r.defines = spec.compile_defines(c, p, dev);
-  return compile(r);
+  return compile(kernel_request(spec, arch, spec.compile_defines(c, p, dev)));
 }
 
 // The tensor map a launch encodes over `buffer`, if any.
@@ -331,6 +324,38 @@ TEST_CASE("sdpa_fwd_sm90's SASS: both GEMMs in HGMMA, P·V with P from registers
   CHECK(sass.find(".tnspB") != std::string::npos);
   CHECK(sass.find("UTMALDG.2D") != std::string::npos);  // Q
   CHECK(sass.find("UTMALDG.3D") != std::string::npos);  // K and V
+}
+
+// The FP8 build of the same kernel: e4m3 wgmma (k32) for both GEMMs, Q and
+// K by TMA in the 64-byte (D = 64) or 128-byte swizzle, V by one TMA copy per
+// tile for the transposer; every head dim compiles without spills, the
+// transposer within the producer's 56 registers.
+TEST_CASE("sdpa_fp8_sm90's SASS: both GEMMs in e4m3 HGMMA, no spills at D = 64, 128, 256", "[compile][sass]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("sdpa_fp8_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  for (const char* shape : {"B=2,H=8,S=512,D=64", "B=4,H=16,S=4096,D=128", "B=2,H=8,S=1024,D=256"}) {
+    INFO(shape);
+    Problem p = spec.parse_problem(shape, Dtype::bf16);
+    Config c = spec.default_config();
+    if (p.at("D") == 256) {  // two consumer warpgroups' registers hold 64-key tiles at D = 256
+      c.values["BLOCK_N"] = 64;
+    }
+    SearchSpace space(spec, {p}, dev);
+    REQUIRE(space.valid(c));
+    CompileResult res = compile_config(spec, c, p, dev, arch_for(90, spec.arch_specific));
+    INFO(res.log);
+    REQUIRE(res.ok);
+    CHECK(res.res.spill_bytes() == 0);
+    const std::string sass = sass_of(res.cubin, cache.dir);
+    if (sass.empty()) {
+      WARN("cuobjdump not found: SASS not checked");
+      continue;
+    }
+    CHECK(sass.find("x32.F32.E4M3.E4M3") != std::string::npos);
+    CHECK(sass.find("UTMALDG.2D") != std::string::npos);  // Q
+    CHECK(sass.find("UTMALDG.3D") != std::string::npos);  // K and V
+  }
 }
 
 TEST_CASE("gemm_sm90's SASS: HGMMA, TMA loads, and no GPU-wide fence before a cluster arrival", "[compile][sass]") {
