@@ -25,10 +25,11 @@ output is checked against the math backend in fp32 with the same mask.
 --anchors adds, beside ANCHORS.md's shapes, their causal variants and rows
 for grouped-query attention, a prefill against a longer cache and decode.
 
-FP8 attention (--fp8, --fp8-anchors): our `sdpa_fp8` on e4m3 Q, K, V drawn as
-evotune draws them (per-tensor descales from its spec; DESCALE=1 adds per-head
-factors), O in bf16, against (each where it runs on this PyTorch, and only if
-its output matches): cuDNN's FP8 attention (per-tensor descales:
+FP8 attention (--fp8, --fp8-anchors): our FP8 template (`sdpa_fp8_sm90`, wgmma,
+on Hopper, with the mma.sync `sdpa_fp8` timed beside it as "mma8"; `sdpa_fp8`
+elsewhere) on e4m3 Q, K, V drawn as evotune draws them (per-tensor descales
+from its spec; DESCALE=1 adds per-head factors), O in bf16, against (each
+where it runs on this PyTorch, and only if its output matches): cuDNN's FP8 attention (per-tensor descales:
 `_scaled_dot_product_attention_quantized` with PER_TENSOR where PyTorch has
 it, else `_scaled_dot_product_cudnn_attention` on the e4m3 tensors with the
 softmax scale times q and k's descales, v's descale applied after the timed
@@ -572,6 +573,18 @@ def fp8_case(args, timer, p):
             add("cudnn_fp8", make_cudnn, lambda x: made["to_o"](x))
         fa3_ds = [(d * fac[n]).float().contiguous() for n, d in (("q", qd), ("k", kd), ("v", vd))]
         add("fa3_fp8", lambda: fa3_fp8(q8, k8, v8, *fa3_ds, causal_top, scale))
+    if args.fp8_other:  # the other FP8 template on the same e4m3 inputs
+        try:
+            run8, doc8 = winner(args, args.fp8_other, text, "bf16")
+            pr8 = doc8["problems"][0]
+            t8 = make_tensors(pr8, {n: t[n] for n in ("Q", "K", "V", "q_descales", "k_descales", "v_descales")
+                                    if n in t})
+            mma8 = TunedKernel(doc8, pr8, t8)
+        except (Exception, SystemExit) as e:
+            row["skipped"]["mma8"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        else:
+            row["run_mma8"], row["config_mma8"] = run8, doc8["config"]
+            add("mma8", lambda: mma8, lambda _: t8["O"])
     # 16 bits on the dequantized inputs: our best template, tuned on this problem, and PyTorch's.
     qb, kb, vb = (x.to(torch.bfloat16) for x in (qf, kf, vf))
     try:
@@ -643,7 +656,7 @@ SDPA_HEAD = (f"{'attention':<44} {'ours us':>8} {'TFLOP/s':>7} {'flash':>8} {'cu
              f"{'ev flash':>8} {'ev cuDNN':>8}")
 
 
-FP8_HEAD = (f"{'FP8 attention (O bf16)':<44} {'ours us':>8} {'TFLOP/s':>7} {'cuDNN8':>8} {'FA3 fp8':>8} "
+FP8_HEAD = (f"{'FP8 attention (O bf16)':<44} {'ours us':>8} {'TFLOP/s':>7} {'mma8':>8} {'cuDNN8':>8} {'FA3 fp8':>8} "
             f"{'ours16':>8} {'flash16':>8} {'cuDNN16':>8} {'vs cuDNN8':>9} {'vs FA3':>7} {'vs ours16':>9} "
             f"{'spread':>7} ! {'rel err':>8} {'cuDNN8 err':>10}")
 
@@ -652,6 +665,7 @@ def fp8_line(r):
     if "error" in r:
         return f"{label(r):<44} error: {r['error'][:150]}"
     return (f"{label(r):<44} {kus(r, 'ours'):>8.1f} {r['contenders']['ours']['kernel_tflops']:>7.1f} "
+            f"{fmt(kus(r, 'mma8'), '8.1f')} "
             f"{fmt(kus(r, 'cudnn_fp8'), '8.1f')} {fmt(kus(r, 'fa3_fp8'), '8.1f')} {fmt(kus(r, 'ours_bf16'), '8.1f')} "
             f"{fmt(kus(r, 'flash_bf16'), '8.1f')} {fmt(kus(r, 'cudnn_bf16'), '8.1f')} "
             f"{fmt(vs(r, 'cudnn_fp8'), '8.3f')}x {fmt(vs(r, 'fa3_fp8'), '6.3f')}x {fmt(vs(r, 'ours_bf16'), '8.3f')}x "
@@ -727,7 +741,9 @@ def main():
                          "(repeatable; O in bf16)")
     ap.add_argument("--fp8-anchors", action="store_true",
                     help="FP8 attention on ANCHORS.md's attention shapes and their causal variants")
-    ap.add_argument("--fp8-kernel", default="sdpa_fp8", help="FP8 attention template")
+    ap.add_argument("--fp8-kernel", default="auto",
+                    help="FP8 attention template (auto: sdpa_fp8_sm90 on Hopper, with the mma.sync sdpa_fp8 beside it "
+                         "as 'mma8'; sdpa_fp8 elsewhere)")
     ap.add_argument("--fp8-max-err", type=float, default=0.1,
                     help="a contender of an FP8 row whose relative error against the fp32 reference passes this "
                          "is listed as wrong, not timed")
@@ -751,8 +767,13 @@ def main():
     args = ap.parse_args()
     torch.zeros(1, device="cuda")  # PyTorch's context is current: cubins load into it
     gemms = [gemm_shape(s) for s in args.gemm]
+    hopper = torch.cuda.get_device_capability() == (9, 0)
     if args.sdpa_kernel == "auto":
-        args.sdpa_kernel = "sdpa_fwd_sm90" if torch.cuda.get_device_capability() == (9, 0) else "sdpa_fwd"
+        args.sdpa_kernel = "sdpa_fwd_sm90" if hopper else "sdpa_fwd"
+    # The second FP8 code path, timed beside the first (the issue's "both code paths").
+    args.fp8_other = "sdpa_fp8" if args.fp8_kernel in ("auto", "sdpa_fp8_sm90") and hopper else None
+    if args.fp8_kernel == "auto":
+        args.fp8_kernel = "sdpa_fp8_sm90" if hopper else "sdpa_fp8"
     sdpas = [(args.dtype, attn_problem(s)) for s in args.sdpa]
     gemm_dtype = "bf16" if args.anchors or args.odd else args.dtype
     if args.odd:

@@ -330,7 +330,7 @@ TEST_CASE("sdpa_fwd_sm90's SASS: both GEMMs in HGMMA, P·V with P from registers
 // K by TMA in the 64-byte (D = 64) or 128-byte swizzle, V by one TMA copy per
 // tile for the transposer; every head dim compiles without spills, the
 // transposer within the producer's 56 registers.
-TEST_CASE("sdpa_fp8_sm90's SASS: both GEMMs in e4m3 HGMMA, no spills at D = 64, 128, 256", "[compile][sass]") {
+TEST_CASE("sdpa_fp8_sm90's SASS: both GEMMs in e4m3 QGMMA, no spills at D = 64, 128, 256", "[compile][sass]") {
   TempCache cache;
   KernelSpec spec = load_kernel("sdpa_fp8_sm90");
   DeviceTraits dev = DeviceTraits::for_arch(90);
@@ -352,6 +352,7 @@ TEST_CASE("sdpa_fp8_sm90's SASS: both GEMMs in e4m3 HGMMA, no spills at D = 64, 
       WARN("cuobjdump not found: SASS not checked");
       continue;
     }
+    CHECK(sass.find("QGMMA.64x") != std::string::npos);  // wgmma on 8-bit operands (16-bit ones are HGMMA)
     CHECK(sass.find("x32.F32.E4M3.E4M3") != std::string::npos);
     CHECK(sass.find("UTMALDG.2D") != std::string::npos);  // Q
     CHECK(sass.find("UTMALDG.3D") != std::string::npos);  // K and V
