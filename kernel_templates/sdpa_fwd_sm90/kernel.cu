@@ -95,9 +95,6 @@
 #ifndef FP8_DESCALE_PER_HEAD
 #define FP8_DESCALE_PER_HEAD 0
 #endif
-#ifndef EXP16
-#define EXP16 1  // FP8: exp2 in f16 pairs (one MUFU per two keys) and P's row sums in f16 adds
-#endif
 #if SDPA_FP8
 #include "evotune_sm90_fp8.cuh"
 #endif
@@ -499,33 +496,6 @@ __device__ __forceinline__ float ex2(float x) {
 }
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
-// 2^lo and 2^hi as an f16 pair (lo in the low half): one MUFU for both.
-__device__ __forceinline__ unsigned ex2_f16x2(float lo, float hi) {
-  unsigned x, y;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(x) : "f"(hi), "f"(lo));
-  asm("ex2.approx.f16x2 %0, %1;\n" : "=r"(y) : "r"(x));
-  return y;
-}
-__device__ __forceinline__ unsigned add_f16x2(unsigned a, unsigned b) {
-  unsigned d;
-  asm("add.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-// The two halves of an f16 pair, summed in fp32.
-__device__ __forceinline__ float sum_f16x2(unsigned a) {
-  float lo, hi;
-  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
-      : "=f"(lo), "=f"(hi)
-      : "r"(a));
-  return lo + hi;
-}
-// An f16 pair as e4m3 (saturating), the low half in the low byte.
-__device__ __forceinline__ unsigned e4m3x2_of_f16x2(unsigned a) {
-  unsigned short d;
-  asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(d) : "r"(a));
-  return d;
-}
-
 // Four floats as e4m3 (saturating, round to nearest), a in the low byte.
 __device__ __forceinline__ unsigned pack4_e4m3(float a, float b, float c, float d) {
   unsigned short lo, hi;
@@ -711,24 +681,6 @@ struct Consumer {
       // FP8: P times 2^8, for its e4m3 rounding (the row sums carry it too).
       const float bias = kFP8 ? 8.f - base : -base;
       float sum = 0.f;
-#if SDPA_FP8 && EXP16
-      // An f16 pair per accumulator pair (its bits in the pair's first slot,
-      // where pack_p reads it), summed as a tree of f16 adds: P's e4m3
-      // rounding (2^-4) dwarfs f16's, and the tree's rounding stays near 2^-11.
-      unsigned sums[kSAcc / 4];
-#pragma unroll
-      for (int j = 0; j < kSAcc / 4; ++j) {
-        const unsigned pr = ex2_f16x2(fmaf(s[4 * j + 2 * h], scale_log2, bias),
-                                      fmaf(s[4 * j + 2 * h + 1], scale_log2, bias));
-        s[4 * j + 2 * h] = __uint_as_float(pr);
-        sums[j] = pr;
-      }
-#pragma unroll
-      for (int step = 1; step < kSAcc / 4; step *= 2)
-#pragma unroll
-        for (int j = 0; j + step < kSAcc / 4; j += 2 * step) sums[j] = add_f16x2(sums[j], sums[j + step]);
-      sum = sum_f16x2(sums[0]);
-#else
 #pragma unroll
       for (int j = 0; j < kSAcc / 4; ++j)
 #pragma unroll
@@ -737,7 +689,6 @@ struct Consumer {
           s[4 * j + 2 * h + e] = v;
           sum += v;
         }
-#endif
       rs.l[h] = rs.l[h] * alpha[h] + sum;
     }
   }
@@ -767,11 +718,7 @@ struct Consumer {
       for (int i = 0; i < 4; ++i) {
         if constexpr (kFP8) {
           const int b = 16 * kk + 8 * (i >> 1) + 2 * (i & 1);
-#if EXP16
-          pf[kk][i] = e4m3x2_of_f16x2(__float_as_uint(s[b])) | e4m3x2_of_f16x2(__float_as_uint(s[b + 4])) << 16;
-#else
           pf[kk][i] = pack4_e4m3(s[b], s[b + 1], s[b + 4], s[b + 5]);
-#endif
         } else {
           pf[kk][i] = evotune_ptx::pack2(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
         }

@@ -362,7 +362,6 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"UNIT_OVERLAP", 1}, {"PINGPONG", 1}},
                                                 {{"UNIT_OVERLAP", 1}, {"Q_IN_REGS", 1}},
                                                 {{"CTAS_PER_SM", 2}},
-                                                {{"EXP16", 0}},
                                                 {{"CTAS_PER_SM", 2}, {"PERSISTENT", 2}},
                                                 {{"SCHEDULE", 1}},
                                                 {{"PACK", 1}},
