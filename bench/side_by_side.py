@@ -148,7 +148,7 @@ class LaunchConfig(ctypes.Structure):  # CUlaunchConfig
                 ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(LaunchAttribute)), ("num_attrs", ctypes.c_uint)]
 
 
-TMAP_DTYPE = {"f16": 6, "bf16": 9, "f32": 7}
+TMAP_DTYPE = {"f16": 6, "bf16": 9, "f32": 7, "i32": 3, "u32": 2, "u8": 0, "e4m3": 0, "e5m2": 0}  # CUtensorMapDataType
 SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 L2 = {0: 0, 64: 1, 128: 2, 256: 3}
 

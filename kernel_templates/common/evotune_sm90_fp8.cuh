@@ -19,6 +19,19 @@ __device__ __forceinline__ unsigned long long make_desc_sw64(unsigned saddr, uns
          ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (2ull << 62);
 }
 
+// The 5-D form of evotune_sm90.cuh's TMA loads: the box at element
+// coordinates (c0 innermost .. c4).
+__device__ __forceinline__ void tma_load_5d(unsigned dst, const void* tmap, int c0, int c1, int c2, int c3, int c4,
+                                            unsigned bar) {
+#if EVOTUNE_SM90
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, "
+      "%6}], [%7];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(bar)
+      : "memory");
+#endif
+}
+
 template <int N>
 struct WgmmaF8;
 

@@ -3,7 +3,8 @@
 // per (query row, b*h), as sdpa_fwd's reference: pass 1 the scores' max,
 // pass 2 the exponentials and their sum, pass 3 each thread's output dims.
 // Query head h reads key/value head h / group; causal: query i sees keys
-// j <= i + SKV - S, and a query that sees none gets 0.
+// j <= i + SKV - S, and a query that sees none gets 0. V_TRANSPOSED=1 (the
+// sdpa_fp8_sm90 option): V is stored as Vᵀ, [B, HKV, D, SKV].
 #include <cuda_fp8.h>
 
 #ifndef HEAD_DIM
@@ -14,6 +15,9 @@
 #endif
 #ifndef FP8_DESCALE_PER_HEAD
 #define FP8_DESCALE_PER_HEAD 0  // 1: per (batch, key/value head) factors on the descales
+#endif
+#ifndef V_TRANSPOSED
+#define V_TRANSPOSED 0
 #endif
 
 #define REF_THREADS 128
@@ -81,7 +85,12 @@ extern "C" __global__ void __launch_bounds__(REF_THREADS)
     for (int t = 0; t * REF_THREADS + tid < HEAD_DIM; ++t) {
       const int d = t * REF_THREADS + tid;
       float a = acc[t];
+#if V_TRANSPOSED
+      const unsigned char* vt = V + kv + (size_t)d * SKV + j0;  // kv: the head's first element either way
+      for (int jj = 0; jj < n; ++jj) a += p[jj] * dq(vt[jj], v_descale);
+#else
       for (int jj = 0; jj < n; ++jj) a += p[jj] * dq(V[kv + (size_t)(j0 + jj) * HEAD_DIM + d], v_descale);
+#endif
       acc[t] = a;
     }
     __syncthreads();

@@ -80,6 +80,12 @@
 //  * The descales fold into the softmax scale (q, k) and O's normalisation (v).
 //  FP8 needs the producer warpgroup (PRODUCER=1): with two or three consumer
 //  warpgroups it keeps 56 registers (the consumers 224 or 152).
+//  V_TRANSPOSED=1 (V stored as Vᵀ, [B, HKV, D, SKV], SKV a multiple of 16):
+//  Vᵀ tiles land by TMA as they are, and there is no transposer. P's
+//  fragment order is then made on the Q·Kᵀ side: K is loaded through a 5-D
+//  view whose box puts key 16h + 4m + 2b + e in row 16h + 8b + 2m + e of the
+//  tile, so the accumulator pair a thread holds in group m of each 8 is keys
+//  4m + {0, 1} (and 4m + {2, 3} in the next group): P packs in key order.
 //
 // Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
 // PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
@@ -94,6 +100,9 @@
 #endif
 #ifndef FP8_DESCALE_PER_HEAD
 #define FP8_DESCALE_PER_HEAD 0
+#endif
+#ifndef V_TRANSPOSED
+#define V_TRANSPOSED 0
 #endif
 #if SDPA_FP8
 #include "evotune_sm90_fp8.cuh"
@@ -157,6 +166,7 @@ namespace sdpa_sm90 {
 #endif
 
 constexpr bool kFP8 = SDPA_FP8 == 1;
+constexpr bool kVT = kFP8 && V_TRANSPOSED == 1;  // FP8 with V stored transposed: no transposer
 constexpr int kD = HEAD_DIM;
 constexpr int kBN = BLOCK_N;
 constexpr int kCWG = CONSUMER_WG;
@@ -170,7 +180,7 @@ constexpr int kKVBytes = kBN * kRowBytes;           // one K (or V as it lands) 
 // The V the consumers read: the tile itself, or (FP8) Vᵀ in 128-key panels.
 constexpr int kVBytes = kFP8 ? (kBN + 127) / 128 * kD * 128 : kKVBytes;
 constexpr int kStageBytes = kKVBytes + kVBytes;     // K then V
-constexpr int kVRaw = kFP8 ? 2 : 0;                 // FP8: buffers V lands in before the transpose
+constexpr int kVRaw = kFP8 && !kVT ? 2 : 0;        // FP8: buffers V lands in before the transpose
 constexpr int kRawOffset = kQBytes + STAGES * kStageBytes;
 constexpr int kBarOffset = kRawOffset + kVRaw * kKVBytes;
 constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // alignment slack, tiles, barriers
@@ -187,10 +197,12 @@ constexpr bool kPingPong = PINGPONG == 1;
 // two take 240 (24 left to the producer) or 232 (40); three take 160 (32).
 // FP8's producer transposes V: it keeps 56 (the consumers 224 or 152).
 constexpr bool kSetMaxNReg = PRODUCER == 1 && kCWG >= 2;
-[[maybe_unused]] constexpr int kRegProducer = kFP8 ? 56 : (kCWG == 3 ? 32 : (REG_SPLIT ? 24 : 40));
-[[maybe_unused]] constexpr int kRegConsumer = kFP8 ? (kCWG == 3 ? 152 : 224) : (kCWG == 3 ? 160 : (REG_SPLIT ? 240 : 232));
+constexpr bool kTransposing = kFP8 && !kVT;
+[[maybe_unused]] constexpr int kRegProducer = kTransposing ? 56 : (kCWG == 3 ? 32 : (REG_SPLIT ? 24 : 40));
+[[maybe_unused]] constexpr int kRegConsumer =
+    kTransposing ? (kCWG == 3 ? 152 : 224) : (kCWG == 3 ? 160 : (REG_SPLIT ? 240 : 232));
 constexpr unsigned kWarpArrivals = 4 * kCWG;  // every consumer warp releases a buffer
-constexpr int kTransposers = kFP8 ? 3 : 0;    // FP8: producer warps 1-3 write Vᵀ
+constexpr int kTransposers = kTransposing ? 3 : 0;  // FP8: producer warps 1-3 write Vᵀ
 
 // Named barrier ids (0 is __syncthreads).
 constexpr int kBarWg = 1;    // + wg: one consumer warpgroup (split-KV merge)
@@ -207,6 +219,7 @@ static_assert(STAGES >= 2 && STAGES <= 4, "2..4 stages");
 static_assert(CTAS_PER_SM == 1 || (CTAS_PER_SM == 2 && PRODUCER == 0), "two CTAs per SM: one-warp producers");
 static_assert(!UNIT_OVERLAP || (OVERLAP == 1 && PERSISTENT > 0), "unit overlap: overlapped persistent CTAs");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
+static_assert(!kVT || kBN == 128, "Vᵀ stored: 128-key tiles (one 128-byte box of keys per tile)");
 static_assert(!kFP8 || kBN * kD / 64 % 32 == 0, "the transposer's (16-key group, 4-byte word) pairs fill whole warps");
 
 struct Problem {
@@ -315,7 +328,7 @@ struct Smem {
   unsigned q_full, q_empty;            // mbarriers
   unsigned k_full, v_full;             // + 8 * stage: the tile landed (FP8's Vᵀ: written)
   unsigned k_empty, v_empty;           // + 8 * stage: every consumer warp is done with it
-#if SDPA_FP8
+#if SDPA_FP8 && !V_TRANSPOSED
   unsigned raw, raw_full, raw_empty;   // V as it lands, + 8 * buffer: landed / transposed
   __device__ __forceinline__ unsigned raw_tile(int b) const { return raw + b * kKVBytes; }
 #endif
@@ -352,7 +365,7 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
                                          const void* tm_v, unsigned* counters) {
   using namespace evotune_sm90;
   Ring ring;
-#if SDPA_FP8
+#if SDPA_FP8 && !V_TRANSPOSED
   RingOf<kVRaw> raw;
 #endif
   unsigned q_phase = 0;
@@ -373,10 +386,27 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
       mbar_wait(sm.k_empty + 8 * ring.stage, ring.phase ^ 1u);
       mbar_arrive_expect_tx(sm.k_full + 8 * ring.stage, kKVBytes);
 #pragma unroll
-      for (int pn = 0; pn < kPanels; ++pn)
+      for (int pn = 0; pn < kPanels; ++pn) {
+#if SDPA_FP8
+        // K through a 5-D map: (column, key) as (c0, c1, head c2) with two unit
+        // dims, or, V_TRANSPOSED, the permuting view (c4: 16-key groups of all heads).
+        if constexpr (kVT)
+          tma_load_5d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, 0, 0, 0,
+                      (w.kv * p.SKV + t * kBN) >> 4, sm.k_full + 8 * ring.stage);
+        else
+          tma_load_5d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, t * kBN, w.kv, 0, 0,
+                      sm.k_full + 8 * ring.stage);
+#else
         tma_load_3d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, t * kBN, w.kv,
                     sm.k_full + 8 * ring.stage);
-#if SDPA_FP8
+#endif
+      }
+#if SDPA_FP8 && V_TRANSPOSED
+      // Vᵀ as it is: kD rows of the tile's 128 keys, the 128-byte swizzle.
+      mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
+      mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kBN * kD);
+      tma_load_3d(sm.v_tile(ring.stage), tm_v, t * kBN, 0, w.kv, sm.v_full + 8 * ring.stage);
+#elif SDPA_FP8
       // The whole tile unswizzled into a raw buffer; the transposer fills the stage.
       mbar_wait(sm.raw_empty + 8 * raw.stage, raw.phase ^ 1u);
       mbar_arrive_expect_tx(sm.raw_full + 8 * raw.stage, kKVBytes);
@@ -401,7 +431,7 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
 
 // ------------------------------------------------------------ FP8: V transposed
 
-#if SDPA_FP8
+#if SDPA_FP8 && !V_TRANSPOSED
 
 // One tile of V (kBN keys x kD bytes, unswizzled, at raw) written as Vᵀ at vt:
 // row n (a column of V) holds the tile's keys in 128-key panels (kD rows of
@@ -485,7 +515,7 @@ __device__ __forceinline__ void transposer(const Problem& p, const Smem& sm, uns
   }
 }
 
-#endif  // SDPA_FP8
+#endif  // SDPA_FP8 && !V_TRANSPOSED
 
 // ------------------------------------------------------------ consumer math
 
@@ -654,12 +684,22 @@ struct Consumer {
         const int q = PACK_GQA ? r % p.SQ : r;
         limit = min(limit, q + p.SKV - p.SQ + 1);
       }
-      limit -= t * kBN + 2 * c;
+      if constexpr (kVT) {
+        // Column 8j + 2c + e holds key 16(j/2) + 4c + 2(j%2) + e (K's rows permuted).
+        limit -= t * kBN + 4 * c;
 #pragma unroll
-      for (int j = 0; j < kSAcc / 4; ++j)
+        for (int j = 0; j < kSAcc / 4; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-          if (8 * j + e >= limit) s[4 * j + 2 * h + e] = neg_inf();
+          for (int e = 0; e < 2; ++e)
+            if (16 * (j >> 1) + 2 * (j & 1) + e >= limit) s[4 * j + 2 * h + e] = neg_inf();
+      } else {
+        limit -= t * kBN + 2 * c;
+#pragma unroll
+        for (int j = 0; j < kSAcc / 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (8 * j + e >= limit) s[4 * j + 2 * h + e] = neg_inf();
+      }
     }
   }
 
@@ -1086,7 +1126,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   sm.v_full = sm.k_full + 8 * STAGES;
   sm.k_empty = sm.v_full + 8 * STAGES;
   sm.v_empty = sm.k_empty + 8 * STAGES;
-#if SDPA_FP8
+#if SDPA_FP8 && !V_TRANSPOSED
   sm.raw = base + kRawOffset;
   sm.raw_full = sm.v_empty + 8 * STAGES;
   sm.raw_empty = sm.raw_full + 8 * kVRaw;
@@ -1108,11 +1148,11 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     mbar_init(sm.q_empty, kWarpArrivals + kTransposers);
     for (int st = 0; st < STAGES; ++st) {
       mbar_init(sm.k_full + 8 * st, 1);
-      mbar_init(sm.v_full + 8 * st, kFP8 ? kTransposers : 1);
+      mbar_init(sm.v_full + 8 * st, kTransposing ? kTransposers : 1);
       mbar_init(sm.k_empty + 8 * st, kWarpArrivals);
       mbar_init(sm.v_empty + 8 * st, kWarpArrivals);
     }
-#if SDPA_FP8
+#if SDPA_FP8 && !V_TRANSPOSED
     for (int b = 0; b < kVRaw; ++b) {
       mbar_init(sm.raw_full + 8 * b, 1);
       mbar_init(sm.raw_empty + 8 * b, kTransposers);
@@ -1128,7 +1168,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   if (wg == kCWG) {
     if constexpr (kSetMaxNReg) setmaxnreg_dec<kRegProducer>();
     if (threadIdx.x == kConsumerThreads) producer(p, sm, &tm_q, &tm_k, &tm_v, counters);
-#if SDPA_FP8
+#if SDPA_FP8 && !V_TRANSPOSED
     const int pw = ((int)threadIdx.x - kConsumerThreads) >> 5;
     if (pw > 0) transposer(p, sm, counters, pw - 1, (int)threadIdx.x & 31);
 #endif
