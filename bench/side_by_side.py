@@ -226,7 +226,7 @@ def evotune(args, *cmd):
     return r.stdout
 
 
-ZERO_DEFAULTS = {"CAUSAL", "HKV", "SKV", "TB", "TA", "ZEROS", "DESCALE"}  # dimensions whose default is 0
+ZERO_DEFAULTS = {"CAUSAL", "HKV", "SKV", "TB", "TA", "ZEROS", "DESCALE", "VT"}  # dimensions whose default is 0
 
 
 def same_problem(a, b):
@@ -513,14 +513,16 @@ def fp8_case(args, timer, p):
     """Our FP8 attention against cuDNN's and FA3's FP8 and the 16-bit kernels on
     the dequantized inputs; see the module's docstring."""
     text = attn_text(p, args.fp8_kernel) + (",DESCALE=1" if p.get("DESCALE") else "")
-    run, doc = winner(args, args.fp8_kernel, text, "bf16")
+    vt = p.get("VT", 0) == 1  # ours reads V stored transposed ([B, HKV, D, SKV]); the others its transpose back
+    run, doc = winner(args, args.fp8_kernel, text + (",VT=1" if vt else ""), "bf16")
     pr = doc["problems"][0]
     t = make_tensors(pr, {})
     scalars = {a["name"]: a["value"] for a in pr["args"] if a["kind"] == "scalar"}
     Bn, H, S, D = p["B"], p["H"], p["S"], p["D"]
     hkv, skv = p["HKV"] or H, p["SKV"] or S
     q8, o = t["Q"].view(Bn, H, S, D), t["O"].view(Bn, H, S, D)
-    k8, v8 = (t[n].view(Bn, hkv, skv, D) for n in ("K", "V"))
+    k8 = t["K"].view(Bn, hkv, skv, D)
+    v8 = t["V"].view(Bn, hkv, D, skv).transpose(-1, -2).contiguous() if vt else t["V"].view(Bn, hkv, skv, D)
     qd, kd, vd, scale = (scalars[n] for n in ("q_descale", "k_descale", "v_descale", "scale"))
     ours = TunedKernel(doc, pr, t)
     ours()
@@ -537,7 +539,8 @@ def fp8_case(args, timer, p):
     with sdpa_kernel([SDPBackend.MATH]):
         ref = torch.nan_to_num(F.scaled_dot_product_attention(qf, kf, vf, scale=scale, **kw))
     fl = attn_flops(p)
-    row = {"op": "fp8", "shape": [Bn, H, S, D], "problem": text, "dtype": "e4m3->bf16", "kernel": args.fp8_kernel,
+    row = {"op": "fp8", "shape": [Bn, H, S, D], "problem": text + (",VT=1" if vt else ""), "dtype": "e4m3->bf16",
+           "kernel": args.fp8_kernel,
            "run": run, "config": doc["config"], "rel_err": rel_err(o, ref), "errors": {}, "via": {}, "flops": fl,
            "skipped": {}}
     names, fns = ["ours"], [ours]
@@ -577,8 +580,8 @@ def fp8_case(args, timer, p):
         try:
             run8, doc8 = winner(args, args.fp8_other, text, "bf16")
             pr8 = doc8["problems"][0]
-            t8 = make_tensors(pr8, {n: t[n] for n in ("Q", "K", "V", "q_descales", "k_descales", "v_descales")
-                                    if n in t})
+            t8 = make_tensors(pr8, {**{n: t[n] for n in ("Q", "K", "q_descales", "k_descales", "v_descales") if n in t},
+                                    "V": v8.reshape(-1)})
             mma8 = TunedKernel(doc8, pr8, t8)
         except (Exception, SystemExit) as e:
             row["skipped"]["mma8"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
@@ -737,7 +740,8 @@ def main():
                     help="attention template: sdpa_fwd_sm90, sdpa_fwd, or auto (sdpa_fwd_sm90 on sm_90, else sdpa_fwd)")
     ap.add_argument("--dtype", default="bf16", help="for --gemm/--sdpa")
     ap.add_argument("--fp8", action="append", default=[],
-                    help="FP8 attention: B,H,S,D or B=..,H=..,S=..,D=..[,CAUSAL=1][,HKV=..][,SKV=..][,DESCALE=1] "
+                    help="FP8 attention: B,H,S,D or B=..,H=..,S=..,D=..[,CAUSAL=1][,HKV=..][,SKV=..][,DESCALE=1][,VT=1: "
+                         "ours with V stored transposed] "
                          "(repeatable; O in bf16)")
     ap.add_argument("--fp8-anchors", action="store_true",
                     help="FP8 attention on ANCHORS.md's attention shapes and their causal variants")
@@ -798,7 +802,8 @@ def main():
             text = attn_text(p, args.sdpa_kernel)
             print(f"sdpa {dtype} {text}: run {winner(args, args.sdpa_kernel, text, dtype)[0]}")
         for p in fp8s:
-            text = attn_text(p, args.fp8_kernel) + (",DESCALE=1" if p.get("DESCALE") else "")
+            text = attn_text(p, args.fp8_kernel) + (",DESCALE=1" if p.get("DESCALE") else "") + \
+                (",VT=1" if p.get("VT") else "")
             print(f"fp8 {text}: run {winner(args, args.fp8_kernel, text, 'bf16')[0]}; "
                   f"bf16 run {winner(args, args.sdpa_kernel, attn_text(p, args.sdpa_kernel), 'bf16')[0]}")
         return
