@@ -513,6 +513,64 @@ TEST_CASE("an input's scale is evaluated per problem: sdpa_fp8's check shapes wi
   CHECK(zero_kv == 1);
 }
 
+// VT = 1 (V stored transposed): K comes through a 5-D view whose box puts the
+// tile's keys in the order the kernel's mask and P packing assume (column
+// 8j + 2c + e of the accumulators holds key 16(j/2) + 4c + 2(j%2) + e), Vᵀ in
+// 128-key boxes; VT = 0 keeps plain (column, key, head) maps. Derived here from
+// the planned maps, so a spec edit that breaks the order fails on the CPU.
+TEST_CASE("sdpa_fp8_sm90 VT=1: K's 5-D view lands keys in P's fragment order, Vᵀ by 128-key boxes", "[plan]") {
+  KernelSpec spec = load_kernel("sdpa_fp8_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Config c = spec.default_config();
+  Problem vt = spec.parse_problem("B=2,H=8,HKV=2,S=333,SKV=528,D=128,VT=1", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {vt}, dev).valid(c));
+  const LaunchPlan l = Planner(spec, dev).launch(c, vt, 0);
+  const TensorMapPlan* k = tmap_over(l, "K");
+  REQUIRE(k);
+  REQUIRE(k->dims.size() == 5);
+  CHECK(k->dims == std::vector<uint64_t>{128, 2, 4, 2, 2 * 2 * 528 / 16});
+  const uint64_t row = 128;  // bytes of a K row (D e4m3)
+  REQUIRE(k->strides_bytes.size() == 4);
+  // Box order is smem order: row r of the tile = lo1 + 2 mid + 8 lo2 + 16 hi.
+  std::vector<int> key_of_row;
+  for (uint32_t hi = 0; hi < k->box[4]; ++hi)
+    for (uint32_t lo2 = 0; lo2 < k->box[3]; ++lo2)
+      for (uint32_t mid = 0; mid < k->box[2]; ++mid)
+        for (uint32_t lo1 = 0; lo1 < k->box[1]; ++lo1)
+          key_of_row.push_back(static_cast<int>((lo1 * k->strides_bytes[0] + mid * k->strides_bytes[1] +
+                                                 lo2 * k->strides_bytes[2] + hi * k->strides_bytes[3]) / row));
+  REQUIRE(key_of_row.size() == 128);  // BLOCK_N keys
+  for (int j = 0; j < 16; ++j)
+    for (int cc = 0; cc < 4; ++cc)
+      for (int e = 0; e < 2; ++e) {
+        INFO("accumulator column " << 8 * j + 2 * cc + e);
+        CHECK(key_of_row[8 * j + 2 * cc + e] == 16 * (j / 2) + 4 * cc + 2 * (j % 2) + e);
+      }
+  const TensorMapPlan* v = tmap_over(l, "V");
+  REQUIRE(v);
+  CHECK(v->dims == std::vector<uint64_t>{528, 128, 2 * 2});
+  CHECK(v->box == std::vector<uint32_t>{128, 128, 1});
+  CHECK(v->swizzle == 128);
+  // VT = 0: K's plain map (two unit dims), V unswizzled whole tiles for the transposer.
+  Problem plain = spec.parse_problem("B=2,H=8,HKV=2,S=333,SKV=517,D=128", Dtype::bf16);
+  const LaunchPlan lp = Planner(spec, dev).launch(c, plain, 0);
+  CHECK(tmap_over(lp, "K")->dims == std::vector<uint64_t>{128, 517, 4, 1, 1});
+  CHECK(tmap_over(lp, "K")->box == std::vector<uint32_t>{128, 128, 1, 1, 1});
+  CHECK(tmap_over(lp, "V")->swizzle == 0);
+  // A VT problem's keys must come in 16s; its check shapes that spell no VT run with it.
+  CHECK_THROWS(spec.parse_problem("B=1,H=2,S=77,D=64,VT=1", Dtype::bf16));
+  int with_vt = 0;
+  for (const Problem& cs : spec.check_problems({vt})) {
+    INFO(cs.canonical());
+    if (cs.at("VT") == 1) {
+      ++with_vt;
+      const int64_t skv = cs.at("SKV") > 0 ? cs.at("SKV") : cs.at("S");
+      CHECK(skv % 16 == 0);
+    }
+  }
+  CHECK(with_vt == 4);
+}
+
 TEST_CASE("sdpa_fp8 DESCALE=1: per-head descale factors drawn around 1 (an input's offset) for kernel and reference",
           "[compile][plan]") {
   TempCache cache;
