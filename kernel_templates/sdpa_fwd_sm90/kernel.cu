@@ -534,6 +534,33 @@ __device__ __forceinline__ unsigned pack4_e4m3(float a, float b, float c, float 
   return (unsigned)lo | ((unsigned)hi << 16);
 }
 
+// The input type's MMAs, one k-slice each: Q·Kᵀ with Q from registers (rs)
+// or shared memory (ss) and K K-major; P·V with P from registers and V
+// MN-major (16 bits) or Vᵀ K-major (FP8). `accumulate` 0 overwrites.
+__device__ __forceinline__ void mma_qk_rs(float (&s)[kSAcc], const unsigned (&a)[4], unsigned long long db,
+                                          int accumulate) {
+#if SDPA_FP8
+  evotune_sm90::wgmma_f8_rs<kBN>(s, a, db, accumulate);
+#else
+  evotune_sm90::wgmma_rs<kBN, kBF16, 0>(s, a, db, accumulate);
+#endif
+}
+__device__ __forceinline__ void mma_qk_ss(float (&s)[kSAcc], unsigned long long da, unsigned long long db,
+                                          int accumulate) {
+#if SDPA_FP8
+  evotune_sm90::wgmma_f8_ss<kBN>(s, da, db, accumulate);
+#else
+  evotune_sm90::wgmma_ss_d<kBN, kBF16, 0>(s, da, db, accumulate);
+#endif
+}
+__device__ __forceinline__ void mma_pv(float (&o)[kOAcc], const unsigned (&a)[4], unsigned long long db) {
+#if SDPA_FP8
+  evotune_sm90::wgmma_f8_rs<kD>(o, a, db, 1);
+#else
+  evotune_sm90::wgmma_rs<kD, kBF16, 1>(o, a, db, 1);
+#endif
+}
+
 // The Q and K tiles' descriptor (K-major, rows of kSw bytes in 8-row atoms).
 // A macro: ptxas scheduled the 16-bit main loop differently when it was an
 // inline function.
@@ -631,18 +658,9 @@ struct Consumer {
     for (int kk = 0; kk < kQK; ++kk) {
       const unsigned long long db = dk + (((kk / kSlices) * kBN * kSw + (kk % kSlices) * 32) >> 4);
       if constexpr (Q_IN_REGS) {
-#if SDPA_FP8
-        wgmma_f8_rs<kBN>(s, qf[kk], db, kk > 0);
-#else
-        wgmma_rs<kBN, kBF16, 0>(s, qf[kk], db, kk > 0);
-#endif
+        mma_qk_rs(s, qf[kk], db, kk > 0);
       } else {
-        const unsigned long long da = dq0 + (((kk / kSlices) * kBM * kSw + (kk % kSlices) * 32) >> 4);
-#if SDPA_FP8
-        wgmma_f8_ss<kBN>(s, da, db, kk > 0);
-#else
-        wgmma_ss_d<kBN, kBF16, 0>(s, da, db, kk > 0);
-#endif
+        mma_qk_ss(s, dq0 + (((kk / kSlices) * kBM * kSw + (kk % kSlices) * 32) >> 4), db, kk > 0);
       }
     }
     wgmma_commit();
@@ -653,22 +671,15 @@ struct Consumer {
   __device__ __forceinline__ static void issue_pv(float (&o)[kOAcc], unsigned (&pf)[kPK][4], const Smem& sm, int st) {
     using namespace evotune_sm90;
     fence_all(pf);
-#if SDPA_FP8
-    // Vᵀ is K-major (keys along the 128-byte rows): a k32 slice is 32 bytes of
-    // a row, the next 128 keys the next panel (kD*128 bytes on).
-    const unsigned long long dv = make_desc_sw128(sm.v_tile(st), 16, 1024);
+    // 16 bits: V is MN-major, atoms of 64 D-columns x 8 keys; the next 64
+    // columns are the next panel (kBN*128 bytes on), the next 8 keys 1024
+    // bytes on. FP8: Vᵀ is K-major (keys along the 128-byte rows), a k32 slice
+    // 32 bytes of a row, the next 128 keys the next panel (kD*128 bytes on).
+    const unsigned long long dv = make_desc_sw128(sm.v_tile(st), kFP8 ? 16 : kBN * 128, 1024);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kPK; ++kk)
-      wgmma_f8_rs<kD>(o, pf[kk], dv + (((kk / 4) * kD * 128 + (kk % 4) * 32) >> 4), 1);
-#else
-    // V is MN-major: atoms of 64 D-columns x 8 keys; the next 64 columns are the
-    // next panel (kBN*128 bytes on), the next 8 keys 1024 bytes on.
-    const unsigned long long dv = make_desc_sw128(sm.v_tile(st), kBN * 128, 1024);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kPK; ++kk) wgmma_rs<kD, kBF16, 1>(o, pf[kk], dv + ((kk * 16 * 128) >> 4), 1);
-#endif
+      mma_pv(o, pf[kk], dv + ((kFP8 ? (kk / 4) * kD * 128 + (kk % 4) * 32 : kk * 16 * 128) >> 4));
     wgmma_commit();
     fence_all(pf);
   }
