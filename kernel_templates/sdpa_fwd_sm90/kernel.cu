@@ -81,16 +81,17 @@
 //  FP8 needs the producer warpgroup (PRODUCER=1): with two or three consumer
 //  warpgroups it keeps 56 registers (the consumers 224 or 152).
 //  V_TRANSPOSED=1 (V stored as Vᵀ, [B, HKV, D, SKV], SKV a multiple of 16):
-//  Vᵀ tiles land by TMA as they are, and there is no transposer. P's
-//  fragment order is then made on the Q·Kᵀ side: K is loaded through a 5-D
-//  view whose box puts key 16h + 4m + 2b + e in row 16h + 8b + 2m + e of the
-//  tile, so the accumulator pair a thread holds in group m of each 8 is keys
-//  4m + {0, 1} (and 4m + {2, 3} in the next group): P packs in key order.
+//  Vᵀ tiles land by TMA as they are, and there is no transposer (the
+//  producer keeps 24 or 32 registers, the consumers 240 or 160). P's fragment
+//  order is then made on the Q·Kᵀ side: K is loaded through a 5-D view whose
+//  box puts key 16h + 4m + 2b + e in row 16h + 8b + 2m + e of the tile, so in
+//  each 16-key group thread t = lane % 4 holds keys 4t + {0, 1} in its first
+//  accumulator pair and 4t + {2, 3} in its second: P packs in key order.
 //
 // Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
 // PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
 // PERSISTENT, L2_HEADS, UNIT_OVERLAP, CTAS_PER_SM. Problem: HEAD_DIM (64,
-// 128, 256), IS_CAUSAL; FP8: SDPA_FP8, FP8_DESCALE_PER_HEAD.
+// 128, 256), IS_CAUSAL; FP8: SDPA_FP8, FP8_DESCALE_PER_HEAD, V_TRANSPOSED.
 
 #include "evotune_ptx.cuh"
 #include "evotune_sm90.cuh"
