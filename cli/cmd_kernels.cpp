@@ -198,13 +198,15 @@ void add_kernels_command(CLI::App& app, Context& ctx) {
         t.add({k.name, k.dims, k.dtypes, k.valid >= 0 ? std::to_string(k.valid) : "?", k.runs_here, k.description});
       t.print(std::cout);
       if (gpu) {
-        const std::string attn = fastest_here("sdpa_fwd", gpu), gemm = fastest_here("gemm", gpu);
+        const std::string attn = fastest_here("sdpa_fwd", gpu), fp8 = fastest_here("sdpa_fp8", gpu),
+                          gemm = fastest_here("gemm", gpu);
         if (!attn.empty() || !gemm.empty())
-          std::cout << "\nfastest on " << gpu->name << ": attention " << (attn.empty() ? "none" : attn) << ", GEMM "
-                    << (gemm.empty() ? "none" : gemm) << "\n";
+          std::cout << "\nfastest on " << gpu->name << ": attention " << (attn.empty() ? "none" : attn)
+                    << ", FP8 attention " << (fp8.empty() ? "none" : fp8) << ", GEMM " << (gemm.empty() ? "none" : gemm)
+                    << "\n";
       } else {
-        std::cout << "\nattention: sdpa_fwd_sm90 on Hopper (sm_90), sdpa_fwd elsewhere; GEMM: gemm_sm90 on Hopper, gemm "
-                     "elsewhere\n";
+        std::cout << "\nattention: sdpa_fwd_sm90 on Hopper (sm_90), sdpa_fwd elsewhere; FP8 attention: sdpa_fp8_sm90 on "
+                     "Hopper, sdpa_fp8 on sm_89 (Ada); GEMM: gemm_sm90 on Hopper, gemm elsewhere\n";
       }
       std::cout << "\n`evotune kernels NAME` describes one; a spec file path works wherever a kernel is named.\n";
       return kExitOk;
