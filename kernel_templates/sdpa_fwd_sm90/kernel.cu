@@ -340,8 +340,17 @@ struct Smem {
 // `counters` holds a unit slot per CTA (the unit of the Q tile in flight, or
 // >= units for none), the unit counter, then split-KV arrivals per tile.
 // Computed where used, after setmaxnreg: values live across it are spilled.
-__device__ __forceinline__ volatile int* unit_slot(unsigned* counters) {
-  return reinterpret_cast<volatile int*>(counters + blockIdx.x);
+// Written and read at CTA scope (the mbarrier orders them), so the read may
+// hit in L1: a volatile (system-scope) read went to L2 at every unit's start
+// while the consumers waited.
+__device__ __forceinline__ unsigned* unit_slot(unsigned* counters) { return counters + blockIdx.x; }
+__device__ __forceinline__ void put_unit(unsigned* counters, int u) {
+  asm volatile("st.relaxed.cta.global.b32 [%0], %1;\n" ::"l"(unit_slot(counters)), "r"(u) : "memory");
+}
+__device__ __forceinline__ int get_unit(unsigned* counters) {
+  int u;
+  asm volatile("ld.relaxed.cta.global.b32 %0, [%1];\n" : "=r"(u) : "l"(unit_slot(counters)) : "memory");
+  return u;
 }
 __device__ __forceinline__ unsigned* unit_counter(unsigned* counters) { return counters + gridDim.x; }
 __device__ __forceinline__ unsigned* split_arrivals(unsigned* counters) { return counters + gridDim.x + 1; }
@@ -378,7 +387,7 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
     if (!w.live) continue;
     mbar_wait(sm.q_empty, q_phase ^ 1u);
     q_phase ^= 1u;
-    *unit_slot(counters) = u;  // released by the arrival below
+    put_unit(counters, u);  // released by the arrival below
     mbar_arrive_expect_tx(sm.q_full, kQBytes);
 #pragma unroll
     for (int pn = 0; pn < kPanels; ++pn)
@@ -426,7 +435,7 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
   }
   // No more units: an arrival without a tile.
   mbar_wait(sm.q_empty, q_phase ^ 1u);
-  *unit_slot(counters) = p.units;
+  put_unit(counters, p.units);
   mbar_arrive(sm.q_full);
 }
 
@@ -495,7 +504,7 @@ __device__ __forceinline__ void transposer(const Problem& p, const Smem& sm, uns
   for (;;) {
     mbar_wait(sm.q_full, q_phase);
     q_phase ^= 1u;
-    const int u = *unit_slot(counters);
+    const int u = get_unit(counters);
     __syncwarp();
     if (lane == 0) mbar_arrive(sm.q_empty);
     if (u >= p.units) return;
@@ -971,7 +980,7 @@ struct Consumer {
     for (;;) {
       evotune_sm90::mbar_wait(sm.q_full, q_phase);
       q_phase ^= 1u;
-      const int u = *unit_slot(counters);
+      const int u = get_unit(counters);
       if (u >= p.units) return false;
       w = decode(p, u);
 #if SDPA_FP8
