@@ -51,6 +51,26 @@ if [ "${EVOTUNE_MPI:-1}" = "0" ]; then
 else
   ./scripts/bootstrap.sh --mpi
 fi
+
+# The SASS unit tests read the templates' machine code with cuobjdump (no GPU
+# needed). Where the CUDA toolkit has none, NVIDIA's wheel of it is fetched
+# with pip into build/cuda-tools; without either, those tests warn and check
+# less.
+if ! command -v cuobjdump >/dev/null; then
+  cuda_bin=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")
+  tools=$PWD/build/cuda-tools
+  if [ -x "$cuda_bin/cuobjdump" ]; then
+    export PATH="$cuda_bin:$PATH"
+  elif [ -n "$(find "$tools" -name cuobjdump -type f 2>/dev/null)" ] ||
+    { python3 -m pip download --no-deps --quiet -d "$tools" nvidia-cuda-cuobjdump >/dev/null 2>&1 &&
+      python3 -m zipfile -e "$tools"/nvidia_cuda_cuobjdump-*.whl "$tools"; }; then
+    bin=$(dirname "$(find "$tools" -name cuobjdump -type f | head -1)")
+    chmod +x "$bin/cuobjdump"
+    export PATH="$bin:$PATH"
+  else
+    echo "cuobjdump not found and not fetched (pip): the SASS tests check less"
+  fi
+fi
 cd build
 set +e
 ctest -V -L gpu "$@" >gpu_tests.log 2>&1
