@@ -300,8 +300,10 @@ std::string sass_of(const std::string& cubin, const std::filesystem::path& dir) 
 // for the math, UTMALDG (TMA) for the loads, and, in a cluster, stage
 // releases to the peer CTA without a GPU-wide fence in front (a cluster-scope
 // release put MEMBAR.ALL.GPU before each one and cost a third of the speed).
-TEST_CASE("sdpa_fwd_sm90's SASS: both GEMMs in HGMMA, P·V with P from registers, Q, K and V by TMA",
-          "[compile][sass]") {
+TEST_CASE(
+    "sdpa_fwd_sm90's SASS: both GEMMs in HGMMA, P·V with P from registers, Q, K and V by TMA, the unit read at CTA "
+    "scope",
+    "[compile][sass]") {
   TempCache cache;
   KernelSpec spec = load_kernel("sdpa_fwd_sm90");
   Problem p = spec.parse_problem("B=4,H=16,S=4096,D=128", Dtype::fp16);
