@@ -52,23 +52,28 @@ else
   ./scripts/bootstrap.sh --mpi
 fi
 
-# The SASS unit tests read the templates' machine code with cuobjdump (no GPU
-# needed). Where the CUDA toolkit has none, NVIDIA's wheel of it is fetched
-# with pip into build/cuda-tools; without either, those tests warn and check
-# less.
-if ! command -v cuobjdump >/dev/null; then
+# The SASS unit tests read the templates' machine code with cuobjdump (and
+# the nvdisasm it runs; no GPU needed). Where the CUDA toolkit has neither,
+# NVIDIA's wheels of the two are fetched with pip into build/cuda-tools;
+# without them those tests warn and check less.
+if ! command -v cuobjdump >/dev/null || ! command -v nvdisasm >/dev/null; then
   cuda_bin=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")
   tools=$PWD/build/cuda-tools
-  if [ -x "$cuda_bin/cuobjdump" ]; then
+  if [ -x "$cuda_bin/cuobjdump" ] && [ -x "$cuda_bin/nvdisasm" ]; then
     export PATH="$cuda_bin:$PATH"
-  elif [ -n "$(find "$tools" -name cuobjdump -type f 2>/dev/null)" ] ||
-    { python3 -m pip download --no-deps --quiet -d "$tools" nvidia-cuda-cuobjdump >/dev/null 2>&1 &&
-      python3 -m zipfile -e "$tools"/nvidia_cuda_cuobjdump-*.whl "$tools"; }; then
-    bin=$(dirname "$(find "$tools" -name cuobjdump -type f | head -1)")
-    chmod +x "$bin/cuobjdump"
-    export PATH="$bin:$PATH"
   else
-    echo "cuobjdump not found and not fetched (pip): the SASS tests check less"
+    if [ -z "$(find "$tools" -name nvdisasm -type f 2>/dev/null)" ]; then
+      python3 -m pip download --no-deps --quiet -d "$tools" nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm >/dev/null 2>&1 &&
+        for w in "$tools"/nvidia_cuda_*.whl; do python3 -m zipfile -e "$w" "$tools"; done || true
+    fi
+    obj=$(find "$tools" -name cuobjdump -type f 2>/dev/null | head -1 || true)
+    dis=$(find "$tools" -name nvdisasm -type f 2>/dev/null | head -1 || true)
+    if [ -n "$obj" ] && [ -n "$dis" ]; then
+      chmod +x "$obj" "$dis"
+      export PATH="$(dirname "$obj"):$(dirname "$dis"):$PATH"
+    else
+      echo "cuobjdump and nvdisasm not found and not fetched (pip): the SASS tests check less"
+    fi
   fi
 fi
 cd build

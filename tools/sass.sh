@@ -4,7 +4,9 @@
 # machine code a change produces.
 #
 # Needs:  no GPU. An evotune binary: $EVOTUNE, default build/evotune
-#         (scripts/bootstrap.sh builds it); cuobjdump (CUDA toolkit) on PATH.
+#         (scripts/bootstrap.sh builds it); cuobjdump and nvdisasm on PATH (CUDA
+#         toolkit; where it has none, scripts/test.sh leaves NVIDIA's in
+#         build/cuda-tools).
 # Run:    tools/sass.sh CONFIG [SHAPE] > k.sass
 #           tools/sass.sh 'BLOCK_N=256,PERSISTENT=1'                      # gemm_sm90 at 8192,1024,8192
 #           KERNEL=sdpa_fwd DTYPE=fp16 tools/sass.sh 'BLOCK_M=128' 2,8,512,64
@@ -16,7 +18,8 @@
 #         the reference kernel's are left out); evotune's output on failure.
 set -euo pipefail
 source "$(dirname "$0")/evotune_path.sh"
-command -v cuobjdump >/dev/null || { echo "sass.sh: cuobjdump (CUDA toolkit) is not on PATH" >&2; exit 2; }
+command -v cuobjdump >/dev/null && command -v nvdisasm >/dev/null ||
+  { echo "sass.sh: cuobjdump and nvdisasm (CUDA toolkit) are not both on PATH" >&2; exit 2; }
 CFG=${1:?usage: tools/sass.sh CONFIG [SHAPE]}
 SHAPE=${2:-8192,1024,8192}
 KERNEL=${KERNEL:-gemm_sm90}

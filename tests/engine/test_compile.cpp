@@ -283,7 +283,8 @@ TEST_CASE("a compiler process outlives the thread that started it", "[compile][i
 
 namespace {
 
-// cuobjdump -sass of a cubin; empty when cuobjdump is not on PATH.
+// cuobjdump -sass of a cubin; empty when cuobjdump is not on PATH or fails
+// (it runs nvdisasm, which must be on PATH too).
 std::string sass_of(const std::string& cubin, const std::filesystem::path& dir) {
   if (std::system("cuobjdump --version >/dev/null 2>&1") != 0) return {};
   const auto bin = dir / "k.cubin", txt = dir / "k.sass";
@@ -317,7 +318,7 @@ TEST_CASE(
   CHECK(res.res.spill_bytes() == 0);
   const std::string sass = sass_of(res.cubin, cache.dir);
   if (sass.empty()) {
-    WARN("cuobjdump not found: SASS not checked");
+    WARN("cuobjdump (with nvdisasm) not found or failed: SASS not checked");
     return;
   }
   // Q·Kᵀ: 64 x BLOCK_N(128) from shared-memory descriptors; P·V: 64 x D(128),
@@ -356,7 +357,7 @@ TEST_CASE("sdpa_fp8_sm90's SASS: both GEMMs in e4m3 QGMMA, no spills at D = 64, 
     CHECK(res.res.spill_bytes() == 0);
     const std::string sass = sass_of(res.cubin, cache.dir);
     if (sass.empty()) {
-      WARN("cuobjdump not found: SASS not checked");
+      WARN("cuobjdump (with nvdisasm) not found or failed: SASS not checked");
       continue;
     }
     CHECK(sass.find("QGMMA.64x") != std::string::npos);  // wgmma on 8-bit operands (16-bit ones are HGMMA)
@@ -381,7 +382,7 @@ TEST_CASE("gemm_sm90's SASS: HGMMA, TMA loads, and no GPU-wide fence before a cl
   REQUIRE(res.ok);
   const std::string sass = sass_of(res.cubin, cache.dir);
   if (sass.empty()) {
-    WARN("cuobjdump not found: SASS not checked");
+    WARN("cuobjdump (with nvdisasm) not found or failed: SASS not checked");
     return;
   }
   CHECK(sass.find("HGMMA.64x256x16.F32.BF16") != std::string::npos);
