@@ -113,7 +113,13 @@
 //                warpgroup's staging shared by the two in turn.
 //   PACK         operands with rows not 16-byte aligned: 0 copied by the
 //                producer threads each k-tile, 1 packed once per launch into
-//                padded scratch copies and loaded by TMA.
+//                padded scratch copies and loaded by TMA, 2 (B's rows
+//                misaligned, A's aligned, a producer warpgroup) B loaded by
+//                TMA as it is, 16-byte aligned windows of every 8th row, and
+//                shifted into place in shared memory by the producer
+//                warpgroup's other warps ("realigning B", below); the
+//                producer warpgroup keeps 56 registers (the consumers 224).
+//   RAW_SLOTS    PACK=2: k-tiles of B's raw windows in flight (2..4).
 //   SKINNY       0, or the CUDA-core path for a few rows (below) in place of
 //                everything above but SPLIT_K, as columns per lane x 100 +
 //                warps per CTA (208: two columns per lane, 8 warps).
@@ -181,6 +187,9 @@
 #endif
 #ifndef PACK
 #define PACK 0
+#endif
+#ifndef RAW_SLOTS
+#define RAW_SLOTS 2
 #endif
 #ifndef SKINNY
 #define SKINNY 0
@@ -253,11 +262,22 @@ constexpr int kEpiWarpTiles = kSharedStaging ? 1 : (EPILOGUE >= 3 ? kMIters * kN
 constexpr int kEpiWgBytes = kWgRows * BLOCK_N * 2;  // EPILOGUE=4/5: one warpgroup's staging
 constexpr int kEpiWarpBytes = kEpiWarpTiles * kEpiTileBytes;
 constexpr int kEpiBytes = kSharedStaging ? kEpiWgBytes : (EPILOGUE ? (kConsumerThreads / 32) * kEpiWarpBytes : 0);
-constexpr int kBarOffset = STAGES * kStageBytes + kEpiBytes;
-constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // + barriers, flags, schedule
+// PACK=2: B's raw windows, kRawSlots k-tiles of them, each BLOCK_N/64
+// columns x 8 residues of BLOCK_K/8 rows of 72 elements (realigning B, below).
+constexpr bool kRealignB = PACK == 2;
+constexpr int kRawSlots = RAW_SLOTS;
+constexpr int kRawRowBytes = 72 * 2;
+constexpr int kRawBoxBytes = (BLOCK_K / 8) * kRawRowBytes;
+constexpr int kRawSlotBytes = kNBoxes * 8 * kRawBoxBytes;
+constexpr int kRawBytes = kRealignB ? kRawSlots * kRawSlotBytes : 0;
+constexpr int kBarOffset = STAGES * kStageBytes + kEpiBytes + kRawBytes;
+// Barriers, flags, the schedule; PACK=2 adds the raw slots' full and empty barriers.
+constexpr int kBarArea = 256 + (kRealignB ? 64 : 0);
+constexpr int kSmemBytes = 1024 + kBarOffset + kBarArea;
 
-[[maybe_unused]] constexpr int kRegProducer = REG_SPLIT == 0 ? 40 : 24;
-[[maybe_unused]] constexpr int kRegConsumer = REG_SPLIT == 0 ? 232 : 240;
+// PACK=2's realigner warps need more than 40 (56 + 2 x 224 = 3 x 168).
+[[maybe_unused]] constexpr int kRegProducer = REG_SPLIT == 0 ? (kRealignB ? 56 : 40) : 24;
+[[maybe_unused]] constexpr int kRegConsumer = REG_SPLIT == 0 ? (kRealignB ? 224 : 232) : 240;
 // Arrivals that free a stage: each consuming warpgroup, once per CTA whose
 // loads land in this CTA (same cluster row or column, this CTA included).
 [[maybe_unused]] constexpr int kEmptyArrivals = (kPingPong ? 1 : kCWG) * (CLUSTER_M + CLUSTER_N - 1);
@@ -297,6 +317,9 @@ static_assert(EPILOGUE != 4 || SPLIT_K == 1, "the storer warp serves whole tiles
 static_assert(((kTA ? BLOCK_K : BLOCK_M) / CLUSTER_N) % 8 == 0 && ((kTB ? BLOCK_N : BLOCK_K) / CLUSTER_M) % 8 == 0,
               "multicast slices keep 8-row atoms");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
+static_assert(!kRealignB || (!kTA && !kTB && CLUSTER_M == 1 && PRODUCER == 1 && REG_SPLIT == 0),
+              "PACK=2: row-major A and B, B not multicast, a 56-register producer warpgroup");
+static_assert(kRawSlots >= 2 && kRawSlots * 16 <= 64, "2..4 raw slots (their barriers fit their area)");
 
 // Timeline build option (tools/timeline.py compiles a copy of the spec
 // that defines GEMM_SM90_TIMELINE; without it these are empty and the
@@ -691,6 +714,94 @@ __device__ __forceinline__ void pack_operands(const PackMatrix& a, const PackMat
   }
 }
 
+// ------------------------------------------------------------ realigning B (PACK=2)
+
+// B's rows are misaligned when N % 8 != 0, which rules TMA out, but every
+// eighth row is 16-byte aligned relative to the one 8 rows up (8N elements
+// apart). Seen as a 2-D tensor of K/8 rows of 8N elements (its residue view,
+// map tm_br: row q holds B's rows 8q .. 8q+7 end to end), B's row stride is a
+// multiple of 16 bytes and TMA loads it; the column r*N + n of that view is
+// B's element (8q + r, n). A box must start on a 16-byte boundary (one that
+// does not stops the kernel with an illegal instruction on an H100), so for
+// the 64 columns n0 .. n0+63 of residue r the box starts s_r = (r*N) % 8
+// elements early and is 72 wide: the raw window, unswizzled, BLOCK_K/8 rows of
+// it per residue. The producer warpgroup's leader issues the 8 windows per 64
+// columns into a raw slot (RAW_SLOTS of them, with their own full and empty
+// barriers), then A's tile into the stage (the windows wait only for their
+// slot, so they run ahead of the ring); its warps 1-3 (the realigners) wait for the
+// raw slot and the stage, copy each 16-byte piece of B's tile from its window
+// shifted by s_r (two aligned 16-byte reads, word picks and half-word
+// permutes fixed per residue), in B's natural row order and the 128-byte
+// swizzle, fence, and arrive on the stage's full barrier. K % 8 == 0, so no
+// row of B falls outside the view (rows past K/8 and columns past 8N read as
+// zeros); columns past N in a window read the next row of B, which only
+// reaches columns of C that are never stored. Elsewhere (a check shape whose
+// rows are aligned, or odd K) PACK=2 loads as PACK=0.
+__device__ __forceinline__ bool realign_b(int N, int K) { return kRealignB && N % 8 != 0 && K % 8 == 0; }
+
+// The 16 bytes starting S elements into the 32 bytes x (8 words).
+template <int S>
+__device__ __forceinline__ uint4 shift_piece(const unsigned (&x)[8]) {
+  constexpr int w = S / 2;
+  if constexpr (S % 2 == 0)
+    return make_uint4(x[w], x[w + 1], x[w + 2], x[w + 3]);
+  else
+    return make_uint4(__byte_perm(x[w], x[w + 1], 0x5432), __byte_perm(x[w + 1], x[w + 2], 0x5432),
+                      __byte_perm(x[w + 2], x[w + 3], 0x5432), __byte_perm(x[w + 3], x[w + 4], 0x5432));
+}
+
+// Rows rho, rho + 4, ... (BLOCK_K/32 of them, this lane's) of one residue's
+// window, piece c of each, two rows at a time: both 16-byte reads of each row
+// issued first, then the pieces shifted by S and written to B's rows 8q + r
+// in the swizzle.
+template <int S>
+__device__ __forceinline__ void realign_rows(unsigned src, unsigned dst, int r, int rho, int c) {
+  constexpr int kGroups = BLOCK_K / 32;            // rows per lane (BLOCK_K/8 rows, 4 per pass of the warp)
+  constexpr int kBatch = kGroups < 2 ? kGroups : 2;  // read ahead within the 56 registers
+#pragma unroll
+  for (int h = 0; h < kGroups; h += kBatch) {
+    unsigned x[kBatch][8];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const unsigned a = src + (rho + 4 * (h + j)) * kRawRowBytes + c * 16;
+      asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(x[j][0]), "=r"(x[j][1]), "=r"(x[j][2]), "=r"(x[j][3])
+                   : "r"(a));
+      asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(x[j][4]), "=r"(x[j][5]), "=r"(x[j][6]), "=r"(x[j][7])
+                   : "r"(a + 16));
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const uint4 v = shift_piece<S>(x[j]);
+      // Row krow = 8 (rho + 4 (h + j)) + r; piece c sits at c ^ (krow & 7) = c ^ r.
+      const unsigned d = dst + (8 * (rho + 4 * (h + j)) + r) * 128 + ((c ^ r) << 4);
+      asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(d), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                   : "memory");
+    }
+  }
+}
+
+// One realigner warp's share of a k-tile: the (64 columns, residue r) windows
+// warp, warp + 3, ...; lane l takes piece l % 8 of rows l / 8 + 4j.
+__device__ __forceinline__ void realign_ktile(unsigned raw, unsigned b_dst, int N, int warp, int lane) {
+  const int rho = lane >> 3, c = lane & 7;
+  for (int t = warp; t < kNBoxes * 8; t += 3) {
+    const int box = t >> 3, r = t & 7;
+    const unsigned src = raw + t * kRawBoxBytes, dst = b_dst + box * kBoxBytesB;
+    switch ((r * N) & 7) {  // the window's shift, warp-uniform
+      case 0: realign_rows<0>(src, dst, r, rho, c); break;
+      case 1: realign_rows<1>(src, dst, r, rho, c); break;
+      case 2: realign_rows<2>(src, dst, r, rho, c); break;
+      case 3: realign_rows<3>(src, dst, r, rho, c); break;
+      case 4: realign_rows<4>(src, dst, r, rho, c); break;
+      case 5: realign_rows<5>(src, dst, r, rho, c); break;
+      case 6: realign_rows<6>(src, dst, r, rho, c); break;
+      default: realign_rows<7>(src, dst, r, rho, c); break;
+    }
+  }
+}
+
 // ------------------------------------------------------------ producer
 
 // One TMA box into this CTA (kCopies == 1) or multicast to the CTAs in `mask`,
@@ -830,6 +941,64 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
     fence_proxy_async();
     for (int j = min(issued, kLag); j > 0; --j)
       mbar_arrive(full0 + 8 * (ring.stage >= j ? ring.stage - j : ring.stage + STAGES - j));
+  }
+}
+
+// PACK=2 with B's rows misaligned: the leader issues A's tile into the stage
+// and B's raw windows into a raw slot; warps 1-3 realign B into the stage
+// (realigning B, above). Stage full: the leader's expect_tx arrival and one
+// per realigner warp; raw full: the leader's; raw empty: one per realigner
+// warp.
+__device__ __forceinline__ void producer_realign(const Sched& s, const EvotuneTmap* tm_a, const EvotuneTmap* tm_br,
+                                                 unsigned smem, int ptid) {
+  using namespace evotune_sm90;
+  const unsigned full0 = smem + kBarOffset, empty0 = full0 + 8 * STAGES;
+  const unsigned raw_full0 = smem + kBarOffset + 256, raw_empty0 = raw_full0 + 8 * kRawSlots;
+  const unsigned raw0 = smem + STAGES * kStageBytes + kEpiBytes;
+  const int warp = ptid >> 5, lane = ptid & 31;
+  if (warp == 0 && lane != 0) return;
+  if (ptid == 0) {
+    tma_prefetch_desc(tm_a);
+    tma_prefetch_desc(tm_br);
+  }
+  Ring ring;          // stage being filled
+  int slot = 0;       // raw slot being filled
+  unsigned rph = 0;   // its phase
+  for (int i = 0; i < s.count; ++i) {
+    const Unit w = unit_at(s, i);
+    const int m0 = w.tile_m * BLOCK_M, n0 = w.tile_n * BLOCK_N;
+    for (int kt = 0; kt < w.k_tiles; ++kt) {
+      const int k0 = (w.kt_begin + kt) * BLOCK_K;
+      const unsigned raw = raw0 + slot * kRawSlotBytes;
+      if (warp == 0) {
+        // B's windows first: they wait only for their raw slot, A for the stage.
+        mbar_wait(raw_empty0 + 8 * slot, rph ^ 1u);
+        mbar_arrive_expect_tx(raw_full0 + 8 * slot, (unsigned)kRawSlotBytes);
+#pragma unroll
+        for (int box = 0; box < kNBoxes; ++box)
+#pragma unroll
+          for (int r = 0; r < 8; ++r)
+            tma_load<1, kEvictFirstB>(raw + (box * 8 + r) * kRawBoxBytes, tm_br, (r * s.N + n0 + box * 64) & ~7,
+                                      k0 / 8, raw_full0 + 8 * slot, 0);
+        mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1u);
+        issue_tma_ktile(s, tm_a, tm_a, smem, ring.stage, m0, n0, k0, true, false);  // A only
+      } else {
+        mbar_wait(raw_full0 + 8 * slot, rph);
+        mbar_wait(empty0 + 8 * ring.stage, ring.phase ^ 1u);
+        realign_ktile(raw, smem + ring.stage * kStageBytes + kStageBytesA, s.N, warp - 1, lane);
+        fence_proxy_async();  // the generic-proxy stores, visible to the wgmma reads
+        __syncwarp();
+        if (lane == 0) {
+          mbar_arrive(full0 + 8 * ring.stage);
+          mbar_arrive(raw_empty0 + 8 * slot);
+        }
+      }
+      ring.next();
+      if (++slot == kRawSlots) {
+        slot = 0;
+        rph ^= 1u;
+      }
+    }
   }
 }
 
@@ -1598,7 +1767,8 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 
               evotune_elem_t* __restrict__ C, float* __restrict__ workspace, unsigned* __restrict__ counters, int M,
               int N, int K, int use_tma_a, int use_tma_b, const __grid_constant__ EvotuneTmap tm_ap,
               const __grid_constant__ EvotuneTmap tm_bp, evotune_elem_t* __restrict__ a_packed,
-              evotune_elem_t* __restrict__ b_packed, unsigned* __restrict__ pack_sync, int pack_a, int pack_b) {
+              evotune_elem_t* __restrict__ b_packed, unsigned* __restrict__ pack_sync, int pack_a, int pack_b,
+              const __grid_constant__ EvotuneTmap tm_br) {
 #if EVOTUNE_SM90A
   using namespace evotune_gemm_sm90;
   using namespace evotune_sm90;
@@ -1630,6 +1800,7 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 
   const EvotuneTmap* ta = (PACK == 1 && pack_a) ? &tm_ap : &tm_a;
   const EvotuneTmap* tb = (PACK == 1 && pack_b) ? &tm_bp : &tm_b;
   const bool tma_a = use_tma_a != 0 || (PACK == 1 && pack_a), tma_b = use_tma_b != 0 || (PACK == 1 && pack_b);
+  const bool realign = realign_b(N, K) && tma_a;  // PACK=2: B by its raw windows, realigned (A by TMA)
   // EPILOGUE=4 with both operands by TMA (then the producer side's second
   // warp is idle; tm_c exists only when N % 8 == 0): that warp issues the
   // stores.
@@ -1657,18 +1828,27 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 
     const Sched sc = make_sched(M, N, K);
     *sched = sc;
     // Full: one expect_tx arrival when any operand comes by TMA, plus one per
-    // producer thread when any operand falls back to thread copies.
-    const unsigned full_count = ((tma_a || tma_b) ? 1u : 0u) + ((!tma_a || !tma_b) ? (unsigned)kProducerThreads : 0u);
+    // producer thread when any operand falls back to thread copies, or (B
+    // realigned) one per realigner warp.
+    const unsigned full_count =
+        realign ? 4u
+                : ((tma_a || tma_b) ? 1u : 0u) + ((!tma_a || !tma_b) ? (unsigned)kProducerThreads : 0u);
     for (int st = 0; st < STAGES; ++st) {
       mbar_init(full0 + 8 * st, full_count);
       mbar_init(empty0 + 8 * st, (unsigned)kEmptyArrivals);
+    }
+    if constexpr (kRealignB) {
+      for (int sl = 0; sl < kRawSlots; ++sl) {
+        mbar_init(full0 + 256 + 8 * sl, 1u);
+        mbar_init(full0 + 256 + 8 * (kRawSlots + sl), 3u);
+      }
     }
     fence_mbar_init();
     fence_proxy_async();
     // Without a cluster, with both operands by TMA: the first unit's first
     // k-tile goes out right after the barrier below, into a ring nobody has
     // used (its empty barriers need no wait).
-    if (kSetupLoads && tma_a && tma_b && sc.count > 0) {
+    if (kSetupLoads && tma_a && tma_b && !realign && sc.count > 0) {
       const Unit w = unit_at(sc, 0);
       pre = min(kSetupKTiles, w.k_tiles);
       pre_m0 = w.tile_m * BLOCK_M;
@@ -1704,6 +1884,8 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 
     const int ptid = (int)threadIdx.x - kConsumerThreads;
     if (storer && ptid >= 32 && ptid < 64)
       storer_warp(s, &tm_c, epi_smem);
+    else if (kRealignB && realign)
+      producer_realign(s, ta, &tm_br, smem, ptid);
     else
       producer(s, ta, tb, A, B, M, N, K, smem, tma_a, tma_b, ptid, pre);
     if constexpr (kCS > 1) {

@@ -278,6 +278,9 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"gemm_sm90", {"M=1,N=4097,K=63"}, "fp16"},
       {"gemm_sm90", {"M=333,N=1,K=1"}, "bf16"},
       {"gemm_sm90", {"M=16,N=5003,K=1032"}, "bf16"},  // decode-sized rows, a vocabulary-like odd N
+      // B's rows misaligned, A's aligned (PACK=2: B by TMA through its residue
+      // view), K not a multiple of 64 and N % 8 = 6.
+      {"gemm_sm90", {"M=300,N=2046,K=776"}, "fp16"},
       {"gemm_sm90", {"M=5,N=3001,K=777"}, "fp16"},    // a few rows, not 16 (SKINNY)
       {"gemm_sm90", {"M=3,N=2048,K=3001"}, "bf16"},   // B's rows aligned, A's not; K split
       // B stored transposed (x @ W.T): W's rows misaligned (K odd) and aligned.
@@ -344,7 +347,9 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
     using Rare = std::vector<std::pair<std::string, int64_t>>;
     std::map<std::string, int> picked;
     std::map<std::string, Rare> seeded;  // each rare path that seeded configs
-    for (const Config& cfg : *space.enumerate_valid()) {
+    const std::vector<Config>* valid = space.enumerate_valid();
+    REQUIRE(valid);  // small enough to enumerate
+    for (const Config& cfg : *valid) {
       // knob=value conditions that take a rarer path (each seeds two configs)
       for (const Rare& rare : std::vector<Rare>{{{"SPLIT_K", 2}},
                                                 {{"SPLIT_KV", 2}},
@@ -376,6 +381,16 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"PACK", 1}, {"SCHEDULE", 1}},
                                                 {{"PACK", 1}, {"EPILOGUE", 4}},
                                                 {{"PACK", 1}, {"L2_HINT", 3}},
+                                                {{"PACK", 2}},
+                                                {{"PACK", 2}, {"RAW_SLOTS", 4}},
+                                                {{"PACK", 2}, {"PERSISTENT", 1}},
+                                                {{"PACK", 2}, {"PERSISTENT", 2}},
+                                                {{"PACK", 2}, {"SPLIT_K", 2}},
+                                                {{"PACK", 2}, {"BLOCK_K", 128}},
+                                                {{"PACK", 2}, {"CLUSTER_N", 2}},
+                                                {{"PACK", 2}, {"SCHEDULE", 1}},
+                                                {{"PACK", 2}, {"EPILOGUE", 4}},
+                                                {{"PACK", 2}, {"L2_HINT", 3}},
                                                 {{"SKINNY", 104}},
                                                 {{"SKINNY", 116}},
                                                 {{"SKINNY", 408}},
