@@ -33,9 +33,9 @@ class SearchSpace {
   // spec order), when the product is small enough to walk (≤ limit; the walk
   // prunes on each constraint as soon as its parameters are set) and at most
   // kMaxValidConfigs are valid; nullptr otherwise. Cached after the first call.
-  // (gemm_sm90's product is 319M; its walk, pruned, takes about a second.)
+  // (gemm_sm90's product is 955M; its walk, pruned, takes 1-2 seconds.)
   static constexpr size_t kMaxValidConfigs = 4'000'000;
-  const std::vector<Config>* enumerate_valid(size_t limit = 1'000'000'000) const;
+  const std::vector<Config>* enumerate_valid(size_t limit = 4'000'000'000) const;
   // A uniformly random config (valid or not) from the product.
   Config random_config(std::mt19937_64& rng) const;
   Config default_config() const { return spec_->default_config(); }
