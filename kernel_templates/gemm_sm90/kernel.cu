@@ -1576,7 +1576,9 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
 //  * bulk copies of each row's piece into a shared-memory ring: 52 against
 //    18 us at 1 x 4096 x 4096 (one TMA request per 256-byte row); a 2-D map
 //    over B's rows by residue class dies with an illegal instruction (its
-//    boxes start off 16-byte boundaries when N is odd);
+//    boxes start off 16-byte boundaries when N is odd; PACK=2 starts them on
+//    the boundary before and shifts the windows in shared memory, which beats
+//    this path on the tensor cores);
 //  * B by 16-byte loads of the aligned vectors around each row's piece,
 //    shifted into place by shuffles or from a per-warp cp.async ring in
 //    shared memory: 485-611 against 396 us at 16 x 50257 x 4096 and 32
