@@ -526,87 +526,6 @@ TEST_CASE("an input's scale is evaluated per problem: sdpa_fp8's check shapes wi
 // 8j + 2c + e of the accumulators holds key 16(j/2) + 4c + 2(j%2) + e), Vᵀ in
 // 128-key boxes; VT = 0 keeps plain (column, key, head) maps. Derived here from
 // the planned maps, so a spec edit that breaks the order fails on the CPU.
-TEST_CASE("gemm_sm90 PACK=2: B with misaligned rows comes by TMA in aligned windows of every 8th row",
-          "[compile][plan]") {
-  TempCache cache;
-  KernelSpec spec = load_kernel("gemm_sm90");
-  DeviceTraits dev = DeviceTraits::for_arch(90);
-  Config c = spec.default_config();
-  c.values["PACK"] = 2;
-  c.values["PRODUCER"] = 1;
-  c.values["STAGES"] = 2;
-  c.values["SWIZZLE"] = 1;  // one row of tiles
-  // The enabled tensor map over `buffer` (B has one per path).
-  auto enabled_over = [](const LaunchPlan& l, const std::string& buffer) -> const TensorMapPlan* {
-    for (const ArgPlan& a : l.args)
-      if (a.kind == ArgPlan::Kind::tmap && a.tmap.buffer == buffer && a.tmap.enabled) return &a.tmap;
-    return nullptr;
-  };
-
-  // A vocabulary-sized N: B seen as K/8 rows of 8N elements (16-byte aligned
-  // rows); unswizzled boxes of 72 columns by BLOCK_K/8 rows; nothing packed.
-  Problem vocab = spec.parse_problem("M=16,N=50257,K=1032", Dtype::bf16);
-  REQUIRE(SearchSpace(spec, {vocab}, dev).valid(c));
-  LaunchPlan l = Planner(spec, dev).launch(c, vocab, 0);
-  const TensorMapPlan* b = enabled_over(l, "B");
-  REQUIRE(b);
-  CHECK(b->dims == std::vector<uint64_t>{8 * 50257, 1032 / 8});
-  CHECK(b->strides_bytes == std::vector<uint64_t>{8 * 50257 * 2});
-  CHECK(b->box == std::vector<uint32_t>{72, 64 / 8});
-  CHECK(b->swizzle == 0);
-  CHECK_FALSE(tmap_over(l, "a_packed")->enabled);
-  CHECK_FALSE(tmap_over(l, "b_packed")->enabled);
-  // Shared memory: the stages, EPILOGUE=1's staging, two raw k-tiles of
-  // windows (4 x 64 columns x 8 residues x 8 rows x 144 bytes) and their
-  // barriers, the barrier area, the alignment slack.
-  CHECK(l.dims.smem == 1024 + 2 * (128 + 256) * 64 * 2 + 2 * 8192 + 2 * 4 * 8 * 8 * 144 + 64 + 256);
-
-  // Only where it applies: B's rows misaligned, A's aligned, both row-major,
-  // no multicast of B, a producer warpgroup not cut to 24 registers.
-  for (const char* other : {"M=16,N=50256,K=1032", "M=16,N=50257,K=1031", "M=16,N=50257,K=1032,TB=1",
-                            "M=16,N=50257,K=1032,TA=1"}) {
-    INFO(other);
-    CHECK_FALSE(SearchSpace(spec, {spec.parse_problem(other, Dtype::bf16)}, dev).valid(c));
-  }
-  const Problem tall = spec.parse_problem("M=4096,N=50257,K=1032", Dtype::bf16);
-  for (const auto& [knob, value] : std::vector<std::pair<std::string, int64_t>>{
-           {"CLUSTER_M", 2}, {"PRODUCER", 0}, {"REG_SPLIT", 1}}) {
-    Config other = c;
-    other.values["SWIZZLE"] = 8;
-    other.values["BLOCK_N"] = 128;
-    other.values["STAGES"] = 4;
-    other.values[knob] = value;
-    INFO(knob << "=" << value);
-    CHECK_FALSE(SearchSpace(spec, {tall}, dev).valid(other));
-    other.values["PACK"] = 1;  // the same config packing B instead is valid
-    CHECK(SearchSpace(spec, {tall}, dev).valid(other));
-  }
-
-  // On a check shape where it does not apply, B's plain map.
-  LaunchPlan la = Planner(spec, dev).launch(c, spec.parse_problem("M=300,N=520,K=1000", Dtype::bf16), 0);
-  const TensorMapPlan* ba = enabled_over(la, "B");
-  REQUIRE(ba);
-  CHECK(ba->dims == std::vector<uint64_t>{520, 1000});
-
-  // The spec's starts with PACK=2 are valid here and compile without spills
-  // or a stack frame.
-  int starts = 0;
-  for (const Config& start : spec.starts) {
-    if (start.values.at("PACK") != 2) continue;
-    Config cfg = start;
-    cfg.values["SWIZZLE"] = 1;
-    INFO(cfg.canonical());
-    REQUIRE(SearchSpace(spec, {vocab}, dev).valid(cfg));
-    CompileResult res = compile_config(spec, cfg, vocab, dev, arch_for(90, spec.arch_specific));
-    INFO(res.log);
-    REQUIRE(res.ok);
-    CHECK(res.res.spill_bytes() == 0);
-    CHECK(res.res.stack_frame == 0);
-    ++starts;
-  }
-  CHECK(starts == 3);
-}
-
 TEST_CASE("sdpa_fp8_sm90 VT=1: K's 5-D view lands keys in P's fragment order, Vᵀ by 128-key boxes", "[plan]") {
   KernelSpec spec = load_kernel("sdpa_fp8_sm90");
   DeviceTraits dev = DeviceTraits::for_arch(90);
@@ -889,4 +808,85 @@ TEST_CASE("gemm_sm90 PACK=1: misaligned operands are packed into padded scratch 
   REQUIRE(res.ok);
   CHECK(res.res.spill_bytes() == 0);
   CHECK(res.res.stack_frame == 0);
+}
+
+TEST_CASE("gemm_sm90 PACK=2: B with misaligned rows comes by TMA in aligned windows of every 8th row",
+          "[compile][plan]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("gemm_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Config c = spec.default_config();
+  c.values["PACK"] = 2;
+  c.values["PRODUCER"] = 1;
+  c.values["STAGES"] = 2;
+  c.values["SWIZZLE"] = 1;  // one row of tiles
+  // The enabled tensor map over `buffer` (B has one per path).
+  auto enabled_over = [](const LaunchPlan& l, const std::string& buffer) -> const TensorMapPlan* {
+    for (const ArgPlan& a : l.args)
+      if (a.kind == ArgPlan::Kind::tmap && a.tmap.buffer == buffer && a.tmap.enabled) return &a.tmap;
+    return nullptr;
+  };
+
+  // A vocabulary-sized N: B seen as K/8 rows of 8N elements (16-byte aligned
+  // rows); unswizzled boxes of 72 columns by BLOCK_K/8 rows; nothing packed.
+  Problem vocab = spec.parse_problem("M=16,N=50257,K=1032", Dtype::bf16);
+  REQUIRE(SearchSpace(spec, {vocab}, dev).valid(c));
+  LaunchPlan l = Planner(spec, dev).launch(c, vocab, 0);
+  const TensorMapPlan* b = enabled_over(l, "B");
+  REQUIRE(b);
+  CHECK(b->dims == std::vector<uint64_t>{8 * 50257, 1032 / 8});
+  CHECK(b->strides_bytes == std::vector<uint64_t>{8 * 50257 * 2});
+  CHECK(b->box == std::vector<uint32_t>{72, 64 / 8});
+  CHECK(b->swizzle == 0);
+  CHECK_FALSE(tmap_over(l, "a_packed")->enabled);
+  CHECK_FALSE(tmap_over(l, "b_packed")->enabled);
+  // Shared memory: the stages, EPILOGUE=1's staging, two raw k-tiles of
+  // windows (4 x 64 columns x 8 residues x 8 rows x 144 bytes) and their
+  // barriers, the barrier area, the alignment slack.
+  CHECK(l.dims.smem == 1024 + 2 * (128 + 256) * 64 * 2 + 2 * 8192 + 2 * 4 * 8 * 8 * 144 + 64 + 256);
+
+  // Only where it applies: B's rows misaligned, A's aligned, both row-major,
+  // no multicast of B, a producer warpgroup not cut to 24 registers.
+  for (const char* other : {"M=16,N=50256,K=1032", "M=16,N=50257,K=1031", "M=16,N=50257,K=1032,TB=1",
+                            "M=16,N=50257,K=1032,TA=1"}) {
+    INFO(other);
+    CHECK_FALSE(SearchSpace(spec, {spec.parse_problem(other, Dtype::bf16)}, dev).valid(c));
+  }
+  const Problem tall = spec.parse_problem("M=4096,N=50257,K=1032", Dtype::bf16);
+  for (const auto& [knob, value] : std::vector<std::pair<std::string, int64_t>>{
+           {"CLUSTER_M", 2}, {"PRODUCER", 0}, {"REG_SPLIT", 1}}) {
+    Config other = c;
+    other.values["SWIZZLE"] = 8;
+    other.values["BLOCK_N"] = 128;
+    other.values["STAGES"] = 4;
+    other.values[knob] = value;
+    INFO(knob << "=" << value);
+    CHECK_FALSE(SearchSpace(spec, {tall}, dev).valid(other));
+    other.values["PACK"] = 1;  // the same config packing B instead is valid
+    CHECK(SearchSpace(spec, {tall}, dev).valid(other));
+  }
+
+  // On a check shape where it does not apply, B's plain map.
+  LaunchPlan la = Planner(spec, dev).launch(c, spec.parse_problem("M=300,N=520,K=1000", Dtype::bf16), 0);
+  const TensorMapPlan* ba = enabled_over(la, "B");
+  REQUIRE(ba);
+  CHECK(ba->dims == std::vector<uint64_t>{520, 1000});
+
+  // The spec's starts with PACK=2 are valid here and compile without spills
+  // or a stack frame.
+  int starts = 0;
+  for (const Config& start : spec.starts) {
+    if (start.values.at("PACK") != 2) continue;
+    Config cfg = start;
+    cfg.values["SWIZZLE"] = 1;
+    INFO(cfg.canonical());
+    REQUIRE(SearchSpace(spec, {vocab}, dev).valid(cfg));
+    CompileResult res = compile_config(spec, cfg, vocab, dev, arch_for(90, spec.arch_specific));
+    INFO(res.log);
+    REQUIRE(res.ok);
+    CHECK(res.res.spill_bytes() == 0);
+    CHECK(res.res.stack_frame == 0);
+    ++starts;
+  }
+  CHECK(starts == 3);
 }
