@@ -728,9 +728,9 @@ __device__ __forceinline__ void pack_operands(const PackMatrix& a, const PackMat
 // it per residue. The producer warpgroup's leader issues the 8 windows per 64
 // columns into a raw slot (RAW_SLOTS of them, with their own full and empty
 // barriers), then A's tile into the stage (the windows wait only for their
-// slot, so they run ahead of the ring); its warps 1-3 (the realigners) wait for the
-// raw slot and the stage, copy each 16-byte piece of B's tile from its window
-// shifted by s_r (two aligned 16-byte reads, word picks and half-word
+// slot, so they run ahead of the ring); its warps 1-3 (the realigners) wait
+// for the raw slot and the stage, copy each 16-byte piece of B's tile from its
+// window shifted by s_r (two aligned 16-byte reads, word picks and half-word
 // permutes fixed per residue), in B's natural row order and the 128-byte
 // swizzle, fence, and arrive on the stage's full barrier. K % 8 == 0, so no
 // row of B falls outside the view (rows past K/8 and columns past 8N read as
@@ -944,8 +944,8 @@ __device__ __forceinline__ void producer(const Sched& s, const EvotuneTmap* tm_a
   }
 }
 
-// PACK=2 with B's rows misaligned: the leader issues A's tile into the stage
-// and B's raw windows into a raw slot; warps 1-3 realign B into the stage
+// PACK=2 with B's rows misaligned: the leader issues B's raw windows into a
+// raw slot, then A's tile into the stage; warps 1-3 realign B into the stage
 // (realigning B, above). Stage full: the leader's expect_tx arrival and one
 // per realigner warp; raw full: the leader's; raw empty: one per realigner
 // warp.
