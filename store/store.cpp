@@ -509,102 +509,113 @@ void set_elites(sqlite3* db, int64_t run_id, const std::vector<int64_t>& ids) {
   sql::Stmt(db, "UPDATE runs SET best_trial_id = ?2 WHERE id = ?1").bind_int(1, run_id).bind_opt(2, best).run();
 }
 
+// The place of a new trial of run `run_id` (1 + the run's last), once the run
+// is known to exist and not to hold the config yet (a config is stored once
+// per run). Inside the caller's transaction.
+int next_trial_seq(sqlite3* db, const std::string& path, int64_t run_id, const std::string& hash,
+                   const std::string& canonical) {
+  {
+    sql::Stmt q(db, "SELECT 1 FROM runs WHERE id = ?1");
+    if (!q.bind_int(1, run_id).step()) throw StoreError("no run " + std::to_string(run_id) + " in " + path);
+  }
+  {
+    sql::Stmt q(db, "SELECT seq FROM trials WHERE run_id = ?1 AND config_hash = ?2");
+    if (q.bind_int(1, run_id).bind_text(2, hash).step())
+      throw StoreError("config " + canonical + " is already trial #" + std::to_string(q.i64(0)) + " of run " +
+                       std::to_string(run_id) + " in " + path + " (a config is stored once per run)");
+  }
+  sql::Stmt q(db, "SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE run_id = ?1");
+  q.bind_int(1, run_id).step();
+  return q.i32(0);
+}
+
+// Text, or NULL for an empty one.
+sql::Stmt& bind_text_or_null(sql::Stmt& st, int i, const std::string& v) {
+  return v.empty() ? st.bind_null(i) : st.bind_text(i, v);
+}
+
+// A trial's row; returns its id. Inside the caller's transaction.
+int64_t insert_trial(sqlite3* db, int64_t run_id, int seq, const Trial& t, const std::string& canonical,
+                     const std::string& hash, const std::string& created_at) {
+  sql::Stmt ins(db,
+                "INSERT INTO trials (run_id, seq, config, config_hash, config_json, status, error, compile_ms, "
+                "verify_ms, bench_ms, registers, smem_static, smem_dynamic, spill_stores, spill_loads, "
+                "stack_frame, fitness, created_at, device, cache_hit, sanitized, host) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+                "?21, ?22)");
+  ins.bind_int(1, run_id)
+      .bind_int(2, seq)
+      .bind_text(3, canonical)
+      .bind_text(4, hash)
+      .bind_text(5, nlohmann::json(t.config).dump())
+      .bind_text(6, to_string(t.status))
+      .bind_text(7, t.error)
+      .bind_real(8, t.compile_ms)
+      .bind_real(9, t.verify_ms)
+      .bind_real(10, t.bench_ms)
+      .bind_int(11, t.res.registers)
+      .bind_int(12, t.res.smem_static)
+      .bind_int(13, t.res.smem_dynamic)
+      .bind_int(14, t.res.spill_stores)
+      .bind_int(15, t.res.spill_loads)
+      .bind_int(16, t.res.stack_frame);
+  if (t.ok())
+    ins.bind_real(17, t.fitness);
+  else
+    ins.bind_null(17);  // fitness means nothing for a failed trial
+  ins.bind_text(18, created_at)
+      .bind_opt(19, t.device >= 0 ? std::optional<int64_t>(t.device) : std::nullopt)
+      .bind_int(20, t.cache_hit ? 1 : 0);
+  bind_text_or_null(ins, 21, t.sanitized);
+  bind_text_or_null(ins, 22, t.host);
+  ins.run();
+  return sqlite3_last_insert_rowid(db);
+}
+
+// A trial's measurements, one row per problem. Inside the caller's transaction.
+void insert_measurements(sqlite3* db, int64_t trial_id, const std::vector<Measurement>& per_problem) {
+  sql::Stmt ins(db,
+                "INSERT INTO measurements (trial_id, problem, p50_us, p90_us, min_us, mean_us, cv, samples, "
+                "aborted_early, max_abs, mean_abs, bad_frac, rel_l2, nan_count, unwritten) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+  for (const Measurement& m : per_problem) {
+    ins.reset();
+    ins.bind_int(1, trial_id)
+        .bind_int(2, m.problem)
+        .bind_real(3, m.p50_us)
+        .bind_real(4, m.p90_us)
+        .bind_real(5, m.min_us)
+        .bind_real(6, m.mean_us)
+        .bind_real(7, m.cv)
+        .bind_int(8, m.samples)
+        .bind_int(9, m.aborted_early ? 1 : 0)
+        .bind_real(10, m.err.max_abs)
+        .bind_real(11, m.err.mean_abs)
+        .bind_real(12, m.err.bad_frac)
+        .bind_real(13, m.err.rel_l2)
+        .bind_int(14, m.err.nan_count)
+        .bind_int(15, m.err.unwritten);
+    ins.run();
+  }
+}
+
 }  // namespace
 
+// One transaction: the trial's place in the run, its row and measurements, the
+// elites (0 in `elite_ids` stands for this trial) and the run's count of
+// evaluated trials.
 void Store::record_trial(int64_t run_id, Trial& t, const std::vector<int64_t>& elite_ids) {
   require_writable("record a trial");
   const std::string canonical = t.config.canonical();
+  const std::string hash = hex64(t.config.hash());
   const std::string created_at = t.created_at.empty() ? utc_now_iso() : t.created_at;
   int64_t id = 0;
   int seq = 0;
   guarded(path_, "recording trial " + canonical + " of run " + std::to_string(run_id), [&] {
     sql::Transaction tx(db_);
-    {
-      sql::Stmt q(db_, "SELECT 1 FROM runs WHERE id = ?1");
-      if (!q.bind_int(1, run_id).step()) throw StoreError("no run " + std::to_string(run_id) + " in " + path_);
-    }
-    const std::string hash = hex64(t.config.hash());
-    {
-      sql::Stmt q(db_, "SELECT seq FROM trials WHERE run_id = ?1 AND config_hash = ?2");
-      if (q.bind_int(1, run_id).bind_text(2, hash).step())
-        throw StoreError("config " + canonical + " is already trial #" + std::to_string(q.i64(0)) + " of run " +
-                         std::to_string(run_id) + " in " + path_ + " (a config is stored once per run)");
-    }
-    {
-      sql::Stmt q(db_, "SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE run_id = ?1");
-      q.bind_int(1, run_id).step();
-      seq = q.i32(0);
-    }
-    {
-      sql::Stmt ins(
-          db_,
-          "INSERT INTO trials (run_id, seq, config, config_hash, config_json, status, error, compile_ms, "
-          "verify_ms, bench_ms, registers, smem_static, smem_dynamic, spill_stores, spill_loads, "
-          "stack_frame, fitness, created_at, device, cache_hit, sanitized, host) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-          "?22)");
-      ins.bind_int(1, run_id)
-          .bind_int(2, seq)
-          .bind_text(3, canonical)
-          .bind_text(4, hash)
-          .bind_text(5, nlohmann::json(t.config).dump())
-          .bind_text(6, to_string(t.status))
-          .bind_text(7, t.error)
-          .bind_real(8, t.compile_ms)
-          .bind_real(9, t.verify_ms)
-          .bind_real(10, t.bench_ms)
-          .bind_int(11, t.res.registers)
-          .bind_int(12, t.res.smem_static)
-          .bind_int(13, t.res.smem_dynamic)
-          .bind_int(14, t.res.spill_stores)
-          .bind_int(15, t.res.spill_loads)
-          .bind_int(16, t.res.stack_frame);
-      if (t.ok())
-        ins.bind_real(17, t.fitness);
-      else
-        ins.bind_null(17);  // fitness means nothing for a failed trial
-      ins.bind_text(18, created_at);
-      if (t.device >= 0)
-        ins.bind_int(19, t.device);
-      else
-        ins.bind_null(19);
-      ins.bind_int(20, t.cache_hit ? 1 : 0);
-      if (t.sanitized.empty())
-        ins.bind_null(21);
-      else
-        ins.bind_text(21, t.sanitized);
-      if (t.host.empty())
-        ins.bind_null(22);
-      else
-        ins.bind_text(22, t.host);
-      ins.run();
-      id = sqlite3_last_insert_rowid(db_);
-    }
-    {
-      sql::Stmt ins(db_,
-                    "INSERT INTO measurements (trial_id, problem, p50_us, p90_us, min_us, mean_us, cv, samples, "
-                    "aborted_early, max_abs, mean_abs, bad_frac, rel_l2, nan_count, unwritten) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
-      for (const Measurement& m : t.per_problem) {
-        ins.reset();
-        ins.bind_int(1, id)
-            .bind_int(2, m.problem)
-            .bind_real(3, m.p50_us)
-            .bind_real(4, m.p90_us)
-            .bind_real(5, m.min_us)
-            .bind_real(6, m.mean_us)
-            .bind_real(7, m.cv)
-            .bind_int(8, m.samples)
-            .bind_int(9, m.aborted_early ? 1 : 0)
-            .bind_real(10, m.err.max_abs)
-            .bind_real(11, m.err.mean_abs)
-            .bind_real(12, m.err.bad_frac)
-            .bind_real(13, m.err.rel_l2)
-            .bind_int(14, m.err.nan_count)
-            .bind_int(15, m.err.unwritten);
-        ins.run();
-      }
-    }
+    seq = next_trial_seq(db_, path_, run_id, hash, canonical);
+    id = insert_trial(db_, run_id, seq, t, canonical, hash, created_at);
+    insert_measurements(db_, id, t.per_problem);
     std::vector<int64_t> elites = elite_ids;
     std::replace(elites.begin(), elites.end(), int64_t{0}, id);
     set_elites(db_, run_id, elites);
