@@ -335,8 +335,11 @@ Store::~Store() {
   sqlite3_close_v2(db_);
 }
 
-Store Store::open(const std::string& path, Mode mode) {
-  const bool ro = mode == Mode::read_only;
+namespace {
+
+// The file at PATH is there (created empty for a writer), an SQLite file,
+// and, for a writer, writable.
+void prepare_file(const std::string& path, bool ro) {
   if (path.empty()) throw StoreError("no database path given");
   std::error_code ec;
   auto st = fs::status(path, ec);
@@ -347,21 +350,30 @@ Store Store::open(const std::string& path, Mode mode) {
   }
   check_sqlite_header(path);
   if (!ro) check_can_write(path);
+}
 
-  sql::Db db = sql::open(path, ro, false);
+// What the file's schema says, read in one transaction so that the version
+// and the tables agree.
+struct SchemaFacts {
   int version = 0;
   std::vector<std::string> tables;
-  auto read_schema = [&] {
-    sqlite3_busy_timeout(db.get(), 10000);
-    // One read transaction, so the version and the tables agree.
-    sql::exec(db.get(), "BEGIN", "reading the schema");
-    version = schema::user_version(db.get());
-    tables = schema::user_tables(db.get());
-    sql::exec(db.get(), "COMMIT", "reading the schema");
-  };
+};
+
+SchemaFacts read_schema(sqlite3* db) {
+  sqlite3_busy_timeout(db, 10000);
+  sql::exec(db, "BEGIN", "reading the schema");
+  SchemaFacts f{schema::user_version(db), schema::user_tables(db)};
+  sql::exec(db, "COMMIT", "reading the schema");
+  return f;
+}
+
+// read_schema, where a reader that cannot create PATH-shm (a directory it
+// cannot write) falls back to reading the file as it is when no log holds
+// commits the file lacks; SQLite's errors become ones that name the file.
+SchemaFacts read_schema_of(sql::Db& db, const std::string& path, bool ro) {
   try {
     try {
-      read_schema();
+      return read_schema(db.get());
     } catch (const sql::SqlError& e) {
       // A WAL database is read through PATH-shm (and PATH-wal), which a
       // reader creates when they are missing; in a directory it cannot write
@@ -373,7 +385,7 @@ Store Store::open(const std::string& path, Mode mode) {
       if (!wal_ec && wal_size > 0) throw StoreError(unreadable_wal(path));
       // No log: every commit is in the file, which is read as it is.
       db = sql::open_immutable(path);
-      read_schema();
+      return read_schema(db.get());
     }
   } catch (const sql::SqlError& e) {
     int primary = e.code & 0xff;
@@ -381,34 +393,53 @@ Store Store::open(const std::string& path, Mode mode) {
     if (primary == SQLITE_CORRUPT) throw StoreError(path + " is corrupt: " + e.what());
     throw StoreError("cannot read " + path + ": " + e.what());
   }
-  if (version == 0 && !tables.empty())
-    throw StoreError(path + " is an SQLite database of another program (tables: " + join(tables, ", ") +
-                     "); evotune will not add its tables to it: choose another file with --db");
-  if (version > 0 && std::find(tables.begin(), tables.end(), "runs") == tables.end())
-    throw StoreError(not_evotune(path, "schema version " + std::to_string(version) + " but no runs table"));
-  const int latest = schema::latest_version();
-  if (version > latest)
-    throw StoreError(path + " was created by a newer evotune (schema " + std::to_string(version) + " > " +
-                     std::to_string(latest) + "); use that version or a newer one");
+}
 
-  if (ro) {
-    if (version == 0)
-      throw StoreError(path +
-                       " holds no evotune data yet (an empty database); run a write command such as "
-                       "`evotune run` on it first");
-    if (version < kOldestReadable)
-      throw StoreError(path + " uses schema " + std::to_string(version) +
-                       ", which this evotune reads only after upgrading it; run a write command such as "
-                       "`evotune run` on it first");
-  } else {
-    try {
-      schema::configure_read_write(db.get());
-      schema::migrate(db.get(), latest);
-    } catch (const StoreError& e) {
-      throw StoreError(path + ": " + e.what());
-    }
-    version = latest;
+// The schema is evotune's (or an empty database) and not a newer evotune's.
+void check_schema_is_ours(const std::string& path, const SchemaFacts& f) {
+  if (f.version == 0 && !f.tables.empty())
+    throw StoreError(path + " is an SQLite database of another program (tables: " + join(f.tables, ", ") +
+                     "); evotune will not add its tables to it: choose another file with --db");
+  if (f.version > 0 && std::find(f.tables.begin(), f.tables.end(), "runs") == f.tables.end())
+    throw StoreError(not_evotune(path, "schema version " + std::to_string(f.version) + " but no runs table"));
+  if (f.version > schema::latest_version())
+    throw StoreError(path + " was created by a newer evotune (schema " + std::to_string(f.version) + " > " +
+                     std::to_string(schema::latest_version()) + "); use that version or a newer one");
+}
+
+// A reader reads a schema as it is: one with data, not older than it reads.
+int check_readable(const std::string& path, int version) {
+  if (version == 0)
+    throw StoreError(path +
+                     " holds no evotune data yet (an empty database); run a write command such as "
+                     "`evotune run` on it first");
+  if (version < kOldestReadable)
+    throw StoreError(path + " uses schema " + std::to_string(version) +
+                     ", which this evotune reads only after upgrading it; run a write command such as "
+                     "`evotune run` on it first");
+  return version;
+}
+
+// A writer brings the schema to the latest version (forward migrations).
+int upgrade(sqlite3* db, const std::string& path) {
+  try {
+    schema::configure_read_write(db);
+    schema::migrate(db, schema::latest_version());
+  } catch (const StoreError& e) {
+    throw StoreError(path + ": " + e.what());
   }
+  return schema::latest_version();
+}
+
+}  // namespace
+
+Store Store::open(const std::string& path, Mode mode) {
+  const bool ro = mode == Mode::read_only;
+  prepare_file(path, ro);
+  sql::Db db = sql::open(path, ro, false);
+  const SchemaFacts facts = read_schema_of(db, path, ro);
+  check_schema_is_ours(path, facts);
+  const int version = ro ? check_readable(path, facts.version) : upgrade(db.get(), path);
   Store s(db.release(), path);
   s.mode_ = mode;
   s.version_ = version;
