@@ -108,52 +108,68 @@ std::vector<double> log_ticks(double lo, double hi) {
   return t;
 }
 
-std::string scatter(const ScatterChart& c) {
-  std::ostringstream o;
-  o << header(c.title);
+namespace {
+
+// The plot area in pixels.
+constexpr double kPlotLeft = kLeft, kPlotRight = kWidth - kRight, kPlotTop = kTop, kPlotBottom = kHeight - kBottom;
+
+// What a scatter chart's axes span: the points' x range, and the y range of
+// the points that are drawn against y (bands sit above the plot; a log axis
+// skips values <= 0), each padded and given ticks.
+struct ScatterAxes {
   double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
-  bool have_x = false, have_y = false, have_band = false;
+  bool have_x = false, have_band = false;
+  std::vector<double> xt, yt;
+  Scale sx, sy;
+};
+
+ScatterAxes scatter_axes(const ScatterChart& c) {
+  ScatterAxes a;
+  bool have_y = false;
   for (const auto& s : c.series)
     for (const auto& p : s.points) {
-      x_lo = have_x ? std::min(x_lo, p.x) : p.x;
-      x_hi = have_x ? std::max(x_hi, p.x) : p.x;
-      have_x = true;
+      a.x_lo = a.have_x ? std::min(a.x_lo, p.x) : p.x;
+      a.x_hi = a.have_x ? std::max(a.x_hi, p.x) : p.x;
+      a.have_x = true;
       if (s.kind == Series::Kind::band) {
-        have_band = true;
+        a.have_band = true;
         continue;
       }
       if (c.log_y && !(p.y > 0)) continue;
-      y_lo = have_y ? std::min(y_lo, p.y) : p.y;
-      y_hi = have_y ? std::max(y_hi, p.y) : p.y;
+      a.y_lo = have_y ? std::min(a.y_lo, p.y) : p.y;
+      a.y_hi = have_y ? std::max(a.y_hi, p.y) : p.y;
       have_y = true;
     }
-  if (!have_x) x_lo = 0, x_hi = 1;
-  if (x_hi <= x_lo) x_hi = x_lo + 1;
-  if (!have_y) y_lo = c.log_y ? 1 : 0, y_hi = c.log_y ? 10 : 1;
-  std::vector<double> yt;
+  if (!a.have_x) a.x_lo = 0, a.x_hi = 1;
+  if (a.x_hi <= a.x_lo) a.x_hi = a.x_lo + 1;
+  if (!have_y) a.y_lo = c.log_y ? 1 : 0, a.y_hi = c.log_y ? 10 : 1;
   if (c.log_y) {
-    y_lo /= 1.05, y_hi *= 1.05;
-    yt = log_ticks(y_lo, y_hi);
+    a.y_lo /= 1.05, a.y_hi *= 1.05;
+    a.yt = log_ticks(a.y_lo, a.y_hi);
   } else {
-    double pad = (y_hi - y_lo) * 0.05 + (y_hi == y_lo ? std::abs(y_hi) * 0.1 + 1 : 0);
-    y_lo = std::max(0.0, y_lo - pad), y_hi += pad;
-    yt = linear_ticks(y_lo, y_hi);
+    double pad = (a.y_hi - a.y_lo) * 0.05 + (a.y_hi == a.y_lo ? std::abs(a.y_hi) * 0.1 + 1 : 0);
+    a.y_lo = std::max(0.0, a.y_lo - pad), a.y_hi += pad;
+    a.yt = linear_ticks(a.y_lo, a.y_hi);
   }
-  std::vector<double> xt = linear_ticks(x_lo, x_hi);
-  const double left = kLeft, right = kWidth - kRight, top = kTop, bottom = kHeight - kBottom;
-  Scale sx{x_lo, x_hi, left, right, false}, sy{y_lo, y_hi, bottom, top, c.log_y};
+  a.xt = linear_ticks(a.x_lo, a.x_hi);
+  a.sx = Scale{a.x_lo, a.x_hi, kPlotLeft, kPlotRight, false};
+  a.sy = Scale{a.y_lo, a.y_hi, kPlotBottom, kPlotTop, c.log_y};
+  return a;
+}
 
-  // Grid, ticks and axes.
-  for (double v : yt) {
-    double y = sy(v);
+// Grid lines, ticks, the frame, the axis labels, the band's row.
+void scatter_frame(std::ostream& o, const ScatterChart& c, const ScatterAxes& a) {
+  const double left = kPlotLeft, right = kPlotRight, top = kPlotTop, bottom = kPlotBottom;
+  for (double v : a.yt) {
+    double y = a.sy(v);
     if (y < top - 0.5 || y > bottom + 0.5) continue;
     o << "<line x1=\"" << px(left) << "\" y1=\"" << px(y) << "\" x2=\"" << px(right) << "\" y2=\"" << px(y)
       << "\" stroke=\"#e5e5e5\"/>\n";
     o << "<text x=\"" << px(left - 6) << "\" y=\"" << px(y + 4) << "\" text-anchor=\"end\">" << tick_label(v)
       << "</text>\n";
   }
-  for (double v : xt) {
-    double x = sx(v);
+  for (double v : a.xt) {
+    double x = a.sx(v);
     o << "<line x1=\"" << px(x) << "\" y1=\"" << px(bottom) << "\" x2=\"" << px(x) << "\" y2=\"" << px(bottom + 4)
       << "\" stroke=\"#333\"/>\n";
     o << "<text x=\"" << px(x) << "\" y=\"" << px(bottom + 17) << "\" text-anchor=\"middle\">" << tick_label(v)
@@ -165,39 +181,57 @@ std::string scatter(const ScatterChart& c) {
     << esc(c.x_label) << "</text>\n";
   o << "<text x=\"16\" y=\"" << px((top + bottom) / 2) << "\" text-anchor=\"middle\" transform=\"rotate(-90 16 "
     << px((top + bottom) / 2) << ")\">" << esc(c.y_label) << (c.log_y ? " (log scale)" : "") << "</text>\n";
-  if (have_band) {
+  if (a.have_band) {
     o << "<line x1=\"" << px(left) << "\" y1=\"" << px(kBandY) << "\" x2=\"" << px(right) << "\" y2=\"" << px(kBandY)
       << "\" stroke=\"#e5e5e5\"/>\n";
     o << "<text x=\"" << px(left - 6) << "\" y=\"" << px(kBandY + 4) << "\" text-anchor=\"end\" fill=\"#555\">"
       << esc(c.band_label) << "</text>\n";
   }
-  if (!have_x)
+  if (!a.have_x)
     o << "<text x=\"" << px((left + right) / 2) << "\" y=\"" << px((top + bottom) / 2)
       << "\" text-anchor=\"middle\" fill=\"#555\">no data</text>\n";
+}
 
-  // Series: dots and bands first, step lines over them.
+// A step series as one path (log axis: points <= 0 left out), held to the
+// right edge.
+void step_path(std::ostream& o, const Series& s, bool log_y, const ScatterAxes& a) {
+  o << "<path fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"2\" d=\"";
+  bool first = true;
+  for (const auto& p : s.points) {
+    if (log_y && !(p.y > 0)) continue;
+    o << (first ? "M" : " H") << px(a.sx(p.x)) << (first ? "," : " V") << px(a.sy(p.y));
+    first = false;
+  }
+  if (!s.points.empty()) o << " H" << px(a.sx(a.x_hi));
+  o << "\"/>\n";
+}
+
+// Dots at their values, or (a band) in the row above the plot.
+void dots(std::ostream& o, const Series& s, bool log_y, const ScatterAxes& a) {
+  for (const auto& p : s.points) {
+    if (s.kind == Series::Kind::dots && log_y && !(p.y > 0)) continue;
+    double y = s.kind == Series::Kind::band ? kBandY : a.sy(p.y);
+    o << "<circle cx=\"" << px(a.sx(p.x)) << "\" cy=\"" << px(y) << "\" r=\"3\" fill=\"" << s.color
+      << "\" fill-opacity=\"0.75\"/>\n";
+  }
+}
+
+}  // namespace
+
+std::string scatter(const ScatterChart& c) {
+  std::ostringstream o;
+  o << header(c.title);
+  const ScatterAxes a = scatter_axes(c);
+  scatter_frame(o, c, a);
+  // Series: dots and bands first, step lines over them; the legend in that order.
   std::vector<std::pair<std::string, std::string>> entries;
-  for (int pass = 0; pass < 2; ++pass)
+  for (bool steps : {false, true})
     for (const auto& s : c.series) {
-      if (s.points.empty() || (s.kind == Series::Kind::step) != (pass == 1)) continue;
-      if (s.kind == Series::Kind::step) {
-        o << "<path fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"2\" d=\"";
-        bool first = true;
-        for (const auto& p : s.points) {
-          if (c.log_y && !(p.y > 0)) continue;
-          o << (first ? "M" : " H") << px(sx(p.x)) << (first ? "," : " V") << px(sy(p.y));
-          first = false;
-        }
-        if (!s.points.empty()) o << " H" << px(sx(x_hi));
-        o << "\"/>\n";
-      } else {
-        for (const auto& p : s.points) {
-          if (s.kind == Series::Kind::dots && c.log_y && !(p.y > 0)) continue;
-          double y = s.kind == Series::Kind::band ? kBandY : sy(p.y);
-          o << "<circle cx=\"" << px(sx(p.x)) << "\" cy=\"" << px(y) << "\" r=\"3\" fill=\"" << s.color
-            << "\" fill-opacity=\"0.75\"/>\n";
-        }
-      }
+      if (s.points.empty() || (s.kind == Series::Kind::step) != steps) continue;
+      if (steps)
+        step_path(o, s, c.log_y, a);
+      else
+        dots(o, s, c.log_y, a);
       entries.emplace_back(s.name, s.color);
     }
   legend(o, entries);
