@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
 #include "engine/child_process.hpp"
@@ -93,6 +94,93 @@ ReadStatus read_message(int fd, Message& m, int timeout_ms) {
   return ReadStatus::ok;
 }
 
+namespace {
+
+// What the worker does after answering a request: serve the next one
+// (nullopt) or exit with this code (3: start a fresh worker).
+using Next = std::optional<int>;
+
+// A session for the run's problems and cubins, in place of any before it.
+Next serve_setup(const Message& req, std::unique_ptr<GpuSession>& session, int out_fd) {
+  SetupReply r;
+  auto t0 = Clock::now();
+  try {
+    SetupRequest s;
+    s.device = req.header.at("device");
+    s.seed = req.header.at("seed");
+    s.timing = req.header.at("timing");
+    s.guard_buffers = req.header.value("guard_buffers", true);
+    s.problems = req.header.at("problems").get<std::vector<ProblemSetup>>();
+    s.cubins = req.blobs;
+    session.reset();
+    session = std::make_unique<GpuSession>(s);
+    r.ok = true;
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  r.setup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  Message rep;
+  rep.header = {{"type", "setup"}, {"ok", r.ok}, {"error", r.error}, {"setup_ms", r.setup_ms}};
+  write_message(out_fd, rep);
+  if (!r.ok) return 3;  // the context may be unusable; start afresh
+  return std::nullopt;
+}
+
+// One trial's launches; a failure that may have left the context broken
+// ends the worker after its reply.
+Next serve_eval(const Message& req, GpuSession* session, int out_fd) {
+  EvalReply r;
+  if (!session) {
+    r.status = TrialStatus::launch_error;
+    r.error = "worker has no set-up";
+  } else {
+    try {
+      EvalRequest e;
+      e.cubins = req.blobs;
+      e.launches = req.header.at("launches").get<std::vector<LaunchPlan>>();
+      e.abort_us = req.header.at("abort_us").get<std::vector<double>>();
+      if (req.header.contains("sustained")) e.sustained = req.header.at("sustained").get<SustainedTiming>();
+      r = session->evaluate(e);
+    } catch (const std::exception& ex) {
+      r.status = TrialStatus::crashed;
+      r.error = ex.what();
+      r.worker_must_restart = true;
+    }
+  }
+  Message rep;
+  rep.header = r;
+  rep.header["type"] = "eval";
+  write_message(out_fd, rep);
+  if (r.worker_must_restart) return 3;
+  return std::nullopt;
+}
+
+// The vendor kernels and the reference on the session's problems.
+Next serve_baseline(const Message& req, GpuSession* session, int out_fd) {
+  std::vector<BaselineResult> results;
+  if (session) {
+    results = session->baseline(req.header.at("request").get<BaselineRequest>());
+  } else {
+    BaselineResult r;
+    r.status = "failed";
+    r.reason = "worker has no set-up";
+    results.push_back(r);
+  }
+  Message rep;
+  rep.header = {{"type", "baseline"}, {"results", results}};
+  write_message(out_fd, rep);
+  return std::nullopt;
+}
+
+Next serve_unknown(const std::string& type, int out_fd) {
+  Message rep;
+  rep.header = {{"type", "error"}, {"error", "unknown request '" + type + "'"}};
+  write_message(out_fd, rep);
+  return std::nullopt;
+}
+
+}  // namespace
+
 int worker_main(int in_fd, int out_fd, int device) {
   exit_with_parent();  // an orphaned worker would hold the GPU
   std::signal(SIGPIPE, SIG_IGN);
@@ -108,72 +196,12 @@ int worker_main(int in_fd, int out_fd, int device) {
     Message req;
     if (read_message(in_fd, req, -1) != ReadStatus::ok) return 0;
     const std::string type = req.header.value("type", "");
-    Message rep;
     if (type == "quit") return 0;
-    if (type == "setup") {
-      SetupReply r;
-      auto t0 = Clock::now();
-      try {
-        SetupRequest s;
-        s.device = req.header.at("device");
-        s.seed = req.header.at("seed");
-        s.timing = req.header.at("timing");
-        s.guard_buffers = req.header.value("guard_buffers", true);
-        s.problems = req.header.at("problems").get<std::vector<ProblemSetup>>();
-        s.cubins = req.blobs;
-        session.reset();
-        session = std::make_unique<GpuSession>(s);
-        r.ok = true;
-      } catch (const std::exception& e) {
-        r.error = e.what();
-      }
-      r.setup_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-      rep.header = {{"type", "setup"}, {"ok", r.ok}, {"error", r.error}, {"setup_ms", r.setup_ms}};
-      write_message(out_fd, rep);
-      if (!r.ok) return 3;  // the context may be unusable; start afresh
-      continue;
-    }
-    if (type == "eval") {
-      EvalReply r;
-      if (!session) {
-        r.status = TrialStatus::launch_error;
-        r.error = "worker has no set-up";
-      } else {
-        try {
-          EvalRequest e;
-          e.cubins = req.blobs;
-          e.launches = req.header.at("launches").get<std::vector<LaunchPlan>>();
-          e.abort_us = req.header.at("abort_us").get<std::vector<double>>();
-          if (req.header.contains("sustained")) e.sustained = req.header.at("sustained").get<SustainedTiming>();
-          r = session->evaluate(e);
-        } catch (const std::exception& ex) {
-          r.status = TrialStatus::crashed;
-          r.error = ex.what();
-          r.worker_must_restart = true;
-        }
-      }
-      rep.header = r;
-      rep.header["type"] = "eval";
-      write_message(out_fd, rep);
-      if (r.worker_must_restart) return 3;
-      continue;
-    }
-    if (type == "baseline") {
-      std::vector<BaselineResult> results;
-      if (session) {
-        results = session->baseline(req.header.at("request").get<BaselineRequest>());
-      } else {
-        BaselineResult r;
-        r.status = "failed";
-        r.reason = "worker has no set-up";
-        results.push_back(r);
-      }
-      rep.header = {{"type", "baseline"}, {"results", results}};
-      write_message(out_fd, rep);
-      continue;
-    }
-    rep.header = {{"type", "error"}, {"error", "unknown request '" + type + "'"}};
-    write_message(out_fd, rep);
+    const Next next = type == "setup"      ? serve_setup(req, session, out_fd)
+                      : type == "eval"     ? serve_eval(req, session.get(), out_fd)
+                      : type == "baseline" ? serve_baseline(req, session.get(), out_fd)
+                                           : serve_unknown(type, out_fd);
+    if (next) return *next;
   }
 }
 
