@@ -68,6 +68,14 @@ TEST_CASE("--help teaches the subcommands", "[cli]") {
   CHECK(run.code == 0);
   CHECK(run.out.find("--compile-only") != std::string::npos);
   CHECK(run.out.find("Examples") != std::string::npos);
+  // Its options in groups, each under its heading, in the order a run needs them.
+  size_t at = 0;
+  for (const char* group : {"What to tune:", "The search:", "Where it runs:", "Timing:", "Gates, output"}) {
+    const size_t next = run.out.find(group, at);
+    CHECK(next != std::string::npos);
+    if (next != std::string::npos) at = next;
+  }
+  CHECK(run.out.find("--sustain-ms", run.out.find("Timing:")) != std::string::npos);
   CHECK(run_cli("").code == 2);  // a subcommand is required
   CHECK(run_cli("frobnicate").code == 2);
 }
