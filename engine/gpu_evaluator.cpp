@@ -10,6 +10,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "engine/cublaslt.hpp"
 #include "engine/ncu.hpp"
@@ -626,88 +627,113 @@ void GpuSession::profiled_launch(const BaselineResult& r, const std::function<vo
   sync(("a baseline on " + problems_[static_cast<size_t>(r.problem)].setup.label).c_str());
 }
 
-void GpuSession::time_series(const std::string& label, const std::function<void(cudaStream_t)>& launch_on,
-                             const SustainedTiming& sus, double abort_us, Measurement& m, const char* nvtx_range) {
-  const cudaStream_t s = stream_->get();
-  const TimingOptions& to = setup_.timing;
-  const bool gpu_busy = last_timed_ && ms_since(*last_timed_) < to.busy_gap_ms;
-  const double warmup_ms = gpu_busy ? std::min(to.warmup_busy_ms, to.warmup_ms) : to.warmup_ms;
-  const int max_samples = std::max(to.min_samples, sus.on() && sus.max_samples > 0 ? sus.max_samples : to.max_samples);
-  const double target_ms = sus.on() && sus.target_ms > 0 ? sus.target_ms : to.target_ms;
-  auto launch = [&] { launch_on(s); };
-  auto synced = [&](cudaError_t e, const char* when) {
-    if (e != cudaSuccess)
-      throw Fault{TrialStatus::crashed, label + ": kernel failed" + when + ": " + cuda::error_text(e), true};
-  };
-  unsigned char flush_value = 0;
-  auto flush = [&] {
-    if (to.flush_l2 && flush_.get()) cudaMemsetAsync(flush_.get(), flush_value++, flush_.bytes(), s);
-  };
-  std::vector<cuda::Event> starts(static_cast<size_t>(max_samples)), stops(static_cast<size_t>(max_samples));
+namespace {
 
-  // Estimate one launch, then warm up by time.
-  cudaEventRecord(starts[0].get(), s);
-  {
-    NvtxRange range(nvtx_range);
-    launch();
+// One series of timed launches on a stream: each timed launch after an L2
+// flush (a memset of a buffer twice L2's size, a new byte each time), between
+// two events; a failure of the kernel becomes a crashed fault naming it.
+class TimedLoop {
+ public:
+  TimedLoop(cudaStream_t s, const std::string& label, const std::function<void(cudaStream_t)>& launch,
+            const cuda::DeviceBuffer* flush, int max_samples)
+      : s_(s), label_(label), launch_(launch), flush_(flush), starts_(static_cast<size_t>(max_samples)),
+        stops_(static_cast<size_t>(max_samples)) {}
+
+  // One launch, timed (no flush): the estimate the warm-up and the sample
+  // count are sized by, in ms.
+  double estimate_ms(const char* nvtx_range) {
+    cudaEventRecord(starts_[0].get(), s_);
+    {
+      NvtxRange range(nvtx_range);
+      launch_(s_);
+    }
+    cudaEventRecord(stops_[0].get(), s_);
+    synced(cudaEventSynchronize(stops_[0].get()), "");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, starts_[0].get(), stops_[0].get());
+    return std::max(ms, 0.001f);
   }
-  cudaEventRecord(stops[0].get(), s);
-  synced(cudaEventSynchronize(stops[0].get()), "");
-  float est_ms = 0;
-  cudaEventElapsedTime(&est_ms, starts[0].get(), stops[0].get());
-  est_ms = std::max(est_ms, 0.001f);
-  const double sustain_ms = sus.on() ? sus.warmup_ms : to.sustain_ms;
-  if (sustain_ms > 0) {
-    // Sustained: the timed loop itself (flushes included), by wall time.
-    auto t_warm = Clock::now();
-    while (ms_since(t_warm) < sustain_ms) {
-      for (int k = 0; k < 32; ++k) {
-        flush();
-        launch();
+
+  // Sustained (sustain_ms > 0): the timed loop itself, flushes included, for
+  // that much wall time. Otherwise warmup_ms worth of plain launches.
+  void warm_up(double est_ms, double sustain_ms, double warmup_ms) {
+    if (sustain_ms > 0) {
+      auto t_warm = Clock::now();
+      while (ms_since(t_warm) < sustain_ms) {
+        for (int k = 0; k < 32; ++k) {
+          flush();
+          launch_(s_);
+        }
+        synced(cudaStreamSynchronize(s_), " while warming up");
       }
-      synced(cudaStreamSynchronize(s), " while warming up");
+    } else {
+      int warm = static_cast<int>(std::clamp(warmup_ms / est_ms, 1.0, 2000.0));
+      for (int i = 0; i < warm; ++i) launch_(s_);
     }
-  } else {
-    int warm = static_cast<int>(std::clamp(warmup_ms / est_ms, 1.0, 2000.0));
-    for (int i = 0; i < warm; ++i) launch();
   }
-  int want = static_cast<int>(
-      std::clamp(target_ms / est_ms, static_cast<double>(to.min_samples), static_cast<double>(max_samples)));
-  std::vector<double> samples;
-  while (static_cast<int>(samples.size()) < want) {
-    int batch = std::min(want - static_cast<int>(samples.size()), std::max(to.min_samples, 1));
-    size_t base = samples.size();
-    for (int k = 0; k < batch; ++k) {
-      flush();
-      cudaEventRecord(starts[base + static_cast<size_t>(k)].get(), s);
-      launch();
-      cudaEventRecord(stops[base + static_cast<size_t>(k)].get(), s);
-    }
-    synced(cudaStreamSynchronize(s), " while timing");
-    for (int k = 0; k < batch; ++k) {
-      float t = 0;
-      cudaEventElapsedTime(&t, starts[base + static_cast<size_t>(k)].get(), stops[base + static_cast<size_t>(k)].get());
-      samples.push_back(static_cast<double>(t) * 1000.0);
-    }
-    if (abort_us > 0 && static_cast<int>(samples.size()) >= to.min_samples) {
-      std::vector<double> sorted = samples;
-      std::sort(sorted.begin(), sorted.end());
-      if (sorted[sorted.size() / 2] > abort_us) {
+
+  // `want` per-launch times in µs, in batches of `batch`; with abort_us > 0,
+  // fewer once the median of at least `batch` exceeds it (m.aborted_early).
+  std::vector<double> sample(int want, int batch_size, double abort_us, Measurement& m) {
+    std::vector<double> samples;
+    while (static_cast<int>(samples.size()) < want) {
+      const int batch = std::min(want - static_cast<int>(samples.size()), std::max(batch_size, 1));
+      const size_t base = samples.size();
+      for (int k = 0; k < batch; ++k) {
+        flush();
+        cudaEventRecord(starts_[base + static_cast<size_t>(k)].get(), s_);
+        launch_(s_);
+        cudaEventRecord(stops_[base + static_cast<size_t>(k)].get(), s_);
+      }
+      synced(cudaStreamSynchronize(s_), " while timing");
+      for (int k = 0; k < batch; ++k) {
+        float t = 0;
+        cudaEventElapsedTime(&t, starts_[base + static_cast<size_t>(k)].get(),
+                             stops_[base + static_cast<size_t>(k)].get());
+        samples.push_back(static_cast<double>(t) * 1000.0);
+      }
+      if (abort_us > 0 && static_cast<int>(samples.size()) >= batch_size && median(samples) > abort_us) {
         m.aborted_early = true;
         break;
       }
     }
+    return samples;
   }
-  std::sort(samples.begin(), samples.end());
-  size_t n = samples.size();
-  m.samples = static_cast<int>(n);
-  m.p50_us = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  m.p90_us = samples[std::min(n - 1, static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1)];
-  m.min_us = samples.front();
-  m.mean_us = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(n);
-  double var = 0;
-  for (double x : samples) var += (x - m.mean_us) * (x - m.mean_us);
-  m.cv = n > 1 && m.mean_us > 0 ? std::sqrt(var / static_cast<double>(n - 1)) / m.mean_us : 0;
+
+ private:
+  void flush() {
+    if (flush_ && flush_->get()) cudaMemsetAsync(flush_->get(), flush_value_++, flush_->bytes(), s_);
+  }
+  void synced(cudaError_t e, const char* when) const {
+    if (e != cudaSuccess)
+      throw Fault{TrialStatus::crashed, label_ + ": kernel failed" + when + ": " + cuda::error_text(e), true};
+  }
+
+  cudaStream_t s_;
+  const std::string& label_;
+  const std::function<void(cudaStream_t)>& launch_;
+  const cuda::DeviceBuffer* flush_;  // null: no flush
+  unsigned char flush_value_ = 0;
+  std::vector<cuda::Event> starts_, stops_;
+};
+
+}  // namespace
+
+void GpuSession::time_series(const std::string& label, const std::function<void(cudaStream_t)>& launch_on,
+                             const SustainedTiming& sus, double abort_us, Measurement& m, const char* nvtx_range) {
+  const TimingOptions& to = setup_.timing;
+  const bool gpu_busy = last_timed_ && ms_since(*last_timed_) < to.busy_gap_ms;
+  const double warmup_ms = gpu_busy ? std::min(to.warmup_busy_ms, to.warmup_ms) : to.warmup_ms;
+  const double sustain_ms = sus.on() ? sus.warmup_ms : to.sustain_ms;
+  const int max_samples = std::max(to.min_samples, sus.on() && sus.max_samples > 0 ? sus.max_samples : to.max_samples);
+  const double target_ms = sus.on() && sus.target_ms > 0 ? sus.target_ms : to.target_ms;
+
+  TimedLoop loop(stream_->get(), label, launch_on, to.flush_l2 ? &flush_ : nullptr, max_samples);
+  const double est_ms = loop.estimate_ms(nvtx_range);
+  loop.warm_up(est_ms, sustain_ms, warmup_ms);
+  const int want = static_cast<int>(
+      std::clamp(target_ms / est_ms, static_cast<double>(to.min_samples), static_cast<double>(max_samples)));
+  summarize_times(loop.sample(want, to.min_samples, abort_us, m), m);
 }
 
 // ------------------------------------------------------------ baselines

@@ -9,6 +9,7 @@
 #include "core/format.hpp"
 #include "core/peak.hpp"
 #include "core/profile.hpp"
+#include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "export/cpp_text.hpp"
 #include "export/export.hpp"
@@ -335,12 +336,6 @@ void write_convergence(std::ostream& md, const std::vector<Trial>& trials, const
       while (next <= i + 1) next *= 2;
     }
   }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Per parameter, the median p50 of the correct trials with each value (values

@@ -2,18 +2,13 @@
 #include <limits>
 #include <map>
 
+#include "core/stats.hpp"
 #include "tune/elites.hpp"
 #include "tune/search.hpp"
 
 namespace evotune {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Per elite, the geomean over problems of the median re-timed p50; an elite
 // that failed every re-timing has none.
