@@ -1,7 +1,8 @@
 // Core: the plain data every other folder shares — configs, problems, trials,
 // element types (dtype.hpp), kernel specs and the expression language they
 // are written in — and the helpers more than one folder needs: strings
-// (strings.hpp) and numbers as people read them (format.hpp). Nothing here
+// (strings.hpp), numbers as people read them (format.hpp) and summaries of
+// timing samples (stats.hpp). Nothing here
 // touches CUDA, SQLite or the file system beyond reading a spec file, so every
 // other folder depends on core/ and on nothing else of the project's for these.
 #pragma once
