@@ -1592,6 +1592,10 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
 constexpr int kSkWarps = SKINNY > 0 ? SKINNY % 100 : 8;
 constexpr int kSkCols = SKINNY > 0 ? SKINNY / 100 : 1;
 constexpr int kSkTile = 32 * kSkCols;  // columns per CTA
+// SKINNY = 8xx, the vector path (below): lane l takes 8 contiguous columns,
+// a warp kSkVecRows consecutive rows of B per step, every load in flight.
+constexpr bool kSkVec = kSkCols == 8;
+constexpr int kSkVecRows = 8;
 // Rows of A a CTA multiplies: the problem's M up to 16 (GEMM_SK_ROWS, a
 // define, so that a GEMV keeps one row's accumulators, not 16).
 #ifndef GEMM_SK_ROWS
@@ -1599,8 +1603,8 @@ constexpr int kSkTile = 32 * kSkCols;  // columns per CTA
 #endif
 constexpr int kSkRows = GEMM_SK_ROWS;
 static_assert(kSkRows >= 1 && kSkRows <= 16, "GEMM_SK_ROWS: 1..16");
-constexpr int kSkChunk = 16 * kSkWarps;                              // k-rows staged per pass
-constexpr int kSkRedOffset = 16 * kSkChunk * 4;                      // A's chunk, then the sums
+constexpr int kSkChunk = (kSkVec ? kSkVecRows : 16) * kSkWarps;     // k-rows per pass of all warps
+constexpr int kSkRedOffset = 16 * 16 * kSkWarps * 4;  // A's chunk (the vector path: the warps' sums), then the CTA's
 constexpr int kSkSmemBytes = kSkRedOffset + 16 * kSkTile * 4 + 16;  // and a flag
 
 __device__ __forceinline__ float sk_bits_to_float(unsigned short b) {
@@ -1655,17 +1659,23 @@ __device__ __forceinline__ void sk_finish(const float* red, int* last_flag, cons
       const int m = i / kSkTile, j = i % kSkTile;
       if (m < t.rows && t.n0 + j < N) workspace[blockIdx.z * slice + (size_t)(t.m0 + m) * N + t.n0 + j] = red[i];
     }
-    __threadfence();
+    // The barrier orders the CTA's partial before thread 0's fence and count
+    // (a release for the whole CTA); in the last slice, thread 0's fence
+    // after the count and the barrier order the others' partials before the
+    // reads. One thread fences, not every thread.
     __syncthreads();
     unsigned* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
     if (threadIdx.x == 0) {
+      __threadfence();
       const unsigned done = atomicAdd(counter, 1u);
       *last_flag = done == SPLIT_K - 1;
-      if (done == SPLIT_K - 1) *counter = 0;  // re-armed for the next launch
+      if (done == SPLIT_K - 1) {
+        __threadfence();
+        *counter = 0;  // re-armed for the next launch
+      }
     }
     __syncthreads();
     if (*last_flag) {
-      __threadfence();
       for (int i = (int)threadIdx.x; i < 16 * kSkTile; i += (int)blockDim.x) {
         const int m = i / kSkTile, j = i % kSkTile;
         if (m < t.rows && t.n0 + j < N) {
@@ -1762,6 +1772,122 @@ __device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A
   sk_finish(red, last_flag, t, C, workspace, counters, M, N);
 }
 
+// SKINNY = 8xx: the vector path, for B's rows 16-byte aligned (N % 8 == 0,
+// the spec's constraint for the search). Lane l of every warp takes columns
+// n0 + 8l .. n0 + 8l + 7 as one 16-byte load per row (a warp reads 512
+// contiguous bytes of a row), and warp w the rows w * 8 .. w * 8 + 7 of each
+// pass of 8 * warps rows: eight 16-byte loads in flight per lane, issued
+// before any is used, and no barrier in the loop, so that the warps drift
+// apart and keep the loads of a whole SM in flight. A is read from global
+// memory, the same 8 k of a row by every lane (a 16-byte broadcast per row). The stream this path is built
+// on, one pass over B with this layout and no math, measured 13.9 us on an
+// H200 at 1 x 4096 x 4096 (16 warps, SPLIT_K=8: 128 CTAs), where a TMA ring
+// took 17.2 and cuBLAS's GEMV 17.4 (tools/stream_probe.cu). B's rows not
+// 16-byte aligned (the check shapes' odd N) take the same layout by 2-byte
+// loads (and A's rows, when K % 8 != 0, by 2-byte loads): correct, not fast.
+
+// Row k's 8 columns of this lane (zeros past N).
+template <bool kAligned>
+__device__ __forceinline__ uint4 sk_vec_load(const evotune_elem_t* __restrict__ B, int k, int n, int N) {
+  if constexpr (kAligned) {
+    return __ldcs(reinterpret_cast<const uint4*>(B + (size_t)k * N + n));
+  } else {
+    const unsigned short* row = reinterpret_cast<const unsigned short*>(B) + (size_t)k * N;
+    unsigned w[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const unsigned lo = n + 2 * c < N ? __ldcs(row + n + 2 * c) : 0u;
+      const unsigned hi = n + 2 * c + 1 < N ? __ldcs(row + n + 2 * c + 1) : 0u;
+      w[c] = lo | hi << 16;
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// acc += A's rows (this CTA's, k0..k0+7) times B's rows k0..k0+7 at this lane's columns.
+template <bool kAligned>
+__device__ __forceinline__ void sk_vec_slice(float (&acc)[kSkRows][8], const evotune_elem_t* __restrict__ A,
+                                             const evotune_elem_t* __restrict__ B, const SkCta& t, int n, int N,
+                                             int K, int warp) {
+  const unsigned short* Ab = reinterpret_cast<const unsigned short*>(A);
+  const bool on = n < N;
+  for (int k0 = t.kbeg + kSkVecRows * warp; k0 < t.kend; k0 += kSkChunk) {
+    uint4 b[kSkVecRows];
+#pragma unroll
+    for (int r = 0; r < kSkVecRows; ++r)
+      b[r] = (on && k0 + r < t.kend) ? sk_vec_load<kAligned>(B, k0 + r, n, N) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+    for (int m = 0; m < kSkRows; ++m) {
+      if (m < t.rows) {  // uniform
+        float a[kSkVecRows];
+        if constexpr (kAligned) {  // K % 8 == 0: k0..k0+7 are all in the slice or all out
+          const uint4 v = k0 < t.kend ? __ldg(reinterpret_cast<const uint4*>(Ab + (size_t)(t.m0 + m) * K + k0))
+                                      : make_uint4(0u, 0u, 0u, 0u);
+          const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            a[2 * c] = sk_bits_to_float((unsigned short)(w[c] & 0xffffu));
+            a[2 * c + 1] = sk_bits_to_float((unsigned short)(w[c] >> 16));
+          }
+        } else {
+#pragma unroll
+          for (int r = 0; r < kSkVecRows; ++r)
+            a[r] = k0 + r < t.kend ? sk_bits_to_float(__ldg(Ab + (size_t)(t.m0 + m) * K + k0 + r)) : 0.f;
+        }
+#pragma unroll
+        for (int r = 0; r < kSkVecRows; ++r) {
+          const unsigned w[4] = {b[r].x, b[r].y, b[r].z, b[r].w};
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            acc[m][2 * c] = fmaf(a[r], sk_bits_to_float((unsigned short)(w[c] & 0xffffu)), acc[m][2 * c]);
+            acc[m][2 * c + 1] = fmaf(a[r], sk_bits_to_float((unsigned short)(w[c] >> 16)), acc[m][2 * c + 1]);
+          }
+        }
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void skinny_gemm_vec(const evotune_elem_t* __restrict__ A,
+                                                const evotune_elem_t* __restrict__ B, evotune_elem_t* __restrict__ C,
+                                                float* __restrict__ workspace, unsigned* __restrict__ counters, int M,
+                                                int N, int K, unsigned char* smem_raw) {
+  float* red = reinterpret_cast<float*>(smem_raw + kSkRedOffset);  // [16][kSkTile]: the warps' sums
+  int* last_flag = reinterpret_cast<int*>(red + 16 * kSkTile);
+  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  const SkCta t = sk_begin(red, M, K);
+  const int n = t.n0 + 8 * lane;
+  float acc[kSkRows][8];
+#pragma unroll
+  for (int m = 0; m < kSkRows; ++m)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) acc[m][c] = 0.f;
+  if (N % 8 == 0 && K % 8 == 0 && ((reinterpret_cast<size_t>(A) | reinterpret_cast<size_t>(B)) & 15) == 0)
+    sk_vec_slice<true>(acc, A, B, t, n, N, K, warp);
+  else
+    sk_vec_slice<false>(acc, A, B, t, n, N, K, warp);
+  // The warps' sums meet row by row: each warp's in its own piece of shared
+  // memory, then each column summed over the warps.
+  float* part = reinterpret_cast<float*>(smem_raw);  // [kSkWarps][kSkTile]
+#pragma unroll
+  for (int m = 0; m < kSkRows; ++m) {
+    if (m < t.rows) {  // uniform
+      float4* mine = reinterpret_cast<float4*>(part + warp * kSkTile + 8 * lane);
+      mine[0] = make_float4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]);
+      mine[1] = make_float4(acc[m][4], acc[m][5], acc[m][6], acc[m][7]);
+      __syncthreads();
+      for (int j = (int)threadIdx.x; j < kSkTile; j += 32 * kSkWarps) {
+        float sum = 0.f;
+#pragma unroll
+        for (int w = 0; w < kSkWarps; ++w) sum += part[w * kSkTile + j];
+        red[m * kSkTile + j] = sum;
+      }
+      __syncthreads();
+    }
+  }
+  sk_finish(red, last_flag, t, C, workspace, counters, M, N);
+}
+
 constexpr int kLaunchThreads = SKINNY > 0 ? 32 * kSkWarps : kThreads;
 
 }  // namespace evotune_gemm_sm90
@@ -1779,7 +1905,10 @@ extern "C" __global__ void __launch_bounds__(evotune_gemm_sm90::kLaunchThreads, 
   using namespace evotune_gemm_sm90;
   using namespace evotune_sm90;
   extern __shared__ __align__(128) unsigned char gemm_smem[];
-  if constexpr (SKINNY > 0) {
+  if constexpr (kSkVec) {
+    skinny_gemm_vec(A, B, C, workspace, counters, M, N, K, gemm_smem);
+    return;
+  } else if constexpr (SKINNY > 0) {
     skinny_gemm(A, B, C, workspace, counters, M, N, K, gemm_smem);
     return;
   }

@@ -458,6 +458,24 @@ TEST_CASE("gemm_sm90 SKINNY: a CUDA-core grid over 16-row, 32*columns-per-lane b
   LaunchPlan tall = Planner(spec, dev).launch(c, spec.parse_problem("M=1000,N=777,K=520", Dtype::bf16), 0);
   CHECK(tall.dims.grid == std::array<int64_t, 3>{(777 + 63) / 64, (1000 + 15) / 16, 1});
 
+  // The vector path (8 columns per lane by 16-byte loads): 256 columns per
+  // CTA, only where B's rows are 16-byte aligned, and with 16 warps 4 rows of
+  // A per CTA (more CTAs along y), with 8 warps 16.
+  Config vec = split;
+  vec.values["SKINNY"] = 816;
+  REQUIRE(SearchSpace(spec, {gemv}, dev).valid(vec));
+  LaunchPlan lv = Planner(spec, dev).launch(vec, gemv, 0);
+  CHECK(lv.dims.grid == std::array<int64_t, 3>{4096 / 256, 1, 8});
+  CHECK(lv.dims.block == std::array<int64_t, 3>{512, 1, 1});
+  CHECK(sk_rows(vec, gemv) == "1");
+  const Problem rows16 = spec.parse_problem("M=16,N=4096,K=4096", Dtype::bf16);
+  CHECK(sk_rows(vec, rows16) == "4");
+  CHECK(Planner(spec, dev).launch(vec, rows16, 0).dims.grid == std::array<int64_t, 3>{4096 / 256, 4, 8});
+  Config vec8 = vec;
+  vec8.values["SKINNY"] = 808;
+  CHECK(sk_rows(vec8, rows16) == "16");
+  CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=1,N=4097,K=4096", Dtype::bf16)}, dev).valid(vec));
+
   // Not for more rows, and only with the tile parameters at their one value.
   CHECK_FALSE(SearchSpace(spec, {spec.parse_problem("M=17,N=4096,K=4096", Dtype::bf16)}, dev).valid(c));
   Config other = c;

@@ -283,6 +283,7 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"gemm_sm90", {"M=300,N=2046,K=776"}, "fp16"},
       {"gemm_sm90", {"M=5,N=3001,K=777"}, "fp16"},    // a few rows, not 16 (SKINNY)
       {"gemm_sm90", {"M=3,N=2048,K=3001"}, "bf16"},   // B's rows aligned, A's not; K split
+      {"gemm_sm90", {"M=6,N=2056,K=1000"}, "bf16"},   // both aligned (SKINNY's vector path), N past its last tile
       // B stored transposed (x @ W.T): W's rows misaligned (K odd) and aligned.
       {"gemm_sm90", {"M=777,N=1333,K=2049,TB=1"}, "bf16"},
       {"gemm_sm90", {"M=1000,N=3001,K=520,TB=1"}, "fp16"},
@@ -396,6 +397,9 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"SKINNY", 408}},
                                                 {{"SKINNY", 208}, {"SPLIT_K", 4}},
                                                 {{"SKINNY", 104}, {"SPLIT_K", 8}},
+                                                {{"SKINNY", 816}, {"SPLIT_K", 8}},
+                                                {{"SKINNY", 808}},
+                                                {{"SKINNY", 804}, {"SPLIT_K", 4}},
                                                 {{"L2_HINT", 2}},
                                                 {{"L2_HINT", 3}},
                                                 {{"EPILOGUE", 2}},
