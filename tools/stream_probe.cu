@@ -17,7 +17,7 @@
 //   bulk BYTES S         CTAs own whole rows (contiguous), a ring of S
 //                        stages of BYTES each filled by 1-D bulk copies.
 //   tma  BC BR S CL G    CTAs own column blocks BC wide (one box), over K/G
-//                        rows each... boxes BC x BR by 2-D TMA, S stages,
+//                        rows each; boxes BC x BR by 2-D TMA, S stages,
 //                        clusters of CL along the columns.
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
   // tma: box columns, box rows, stages, cluster, CTAs along K
   void* enc = nullptr;
   cudaDriverEntryPointQueryResult q;
-  CK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &enc, cudaEnableDefault, &q));
+  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &enc, 12000, cudaEnableDefault, &q));
   auto encode = reinterpret_cast<decltype(&cuTensorMapEncodeTiled)>(enc);
   struct Tm { int bc, br, S, cl, gy; };
   std::vector<Tm> ts = {{64, 256, 6, 1, 1},  {64, 256, 6, 4, 1},  {64, 128, 8, 1, 2},  {64, 128, 8, 4, 2},

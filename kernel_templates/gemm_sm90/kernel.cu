@@ -1584,10 +1584,14 @@ __device__ __forceinline__ void consumer(const Sched& s, evotune_elem_t* __restr
 //    shared memory: 485-611 against 396 us at 16 x 50257 x 4096 and 32
 //    against 23.5 at 1 x 4096 x 4096 (the shift costs more instructions per
 //    byte than the 2-byte loads, with few warps per SM to hide them);
-//  * for aligned B (1 x 4096 x 4096), 8 contiguous columns per lane by
-//    16-byte loads (22.3 us), or a producer warp's TMA ring feeding the
+//  * for aligned B (1 x 4096 x 4096), a producer warp's TMA ring feeding the
 //    CUDA cores (18.2 us; its stream alone 17.3 us at 60% of DRAM peak),
-//    against 18.7 us for the tensor-core tiles and cuBLAS's 15.2.
+//    against 18.7 us for the tensor-core tiles and cuBLAS's 15.2; and a
+//    first version of the vector path (SKINNY=8xx, below) that staged A a
+//    chunk at a time between two barriers and met the warps' sums by
+//    shared-memory atomics (22.3 us). Without the barriers in the loop and
+//    with the sums met by plain stores, the vector path is the one kept:
+//    14.2-14.4 us against cuBLAS's 14.9 on an H200 (kernel time).
 
 constexpr int kSkWarps = SKINNY > 0 ? SKINNY % 100 : 8;
 constexpr int kSkCols = SKINNY > 0 ? SKINNY / 100 : 1;
@@ -1779,12 +1783,16 @@ __device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A
 // pass of 8 * warps rows: eight 16-byte loads in flight per lane, issued
 // before any is used, and no barrier in the loop, so that the warps drift
 // apart and keep the loads of a whole SM in flight. A is read from global
-// memory, the same 8 k of a row by every lane (a 16-byte broadcast per row). The stream this path is built
-// on, one pass over B with this layout and no math, measured 13.9 us on an
-// H200 at 1 x 4096 x 4096 (16 warps, SPLIT_K=8: 128 CTAs), where a TMA ring
-// took 17.2 and cuBLAS's GEMV 17.4 (tools/stream_probe.cu). B's rows not
-// 16-byte aligned (the check shapes' odd N) take the same layout by 2-byte
-// loads (and A's rows, when K % 8 != 0, by 2-byte loads): correct, not fast.
+// memory, the same 8 k of a row by every lane (a 16-byte broadcast per
+// row). The stream this path is built on, one pass over B with this layout
+// and no math, measured 13.9 us on an H200 at 1 x 4096 x 4096 (16 warps,
+// SPLIT_K=8: 128 CTAs; event time), where a TMA ring took 17.2 and cuBLAS's
+// GEMV 17.4 (tools/stream_probe.cu); the whole GEMM takes 14.2-14.4 us of
+// kernel time. At M = 8 (two CTAs of 4 rows along y) it is 2x slower than
+// cuBLAS's tensor-core kernel (87.6 against 43.6 us): a path for M <= 4.
+// B's rows not 16-byte aligned (the check shapes' odd N) take the same
+// layout by 2-byte loads (and A's rows, when K % 8 != 0, by 2-byte loads):
+// correct, not fast.
 
 // Row k's 8 columns of this lane (zeros past N).
 template <bool kAligned>
