@@ -1784,12 +1784,13 @@ __device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A
 // before any is used, and no barrier in the loop, so that the warps drift
 // apart and keep the loads of a whole SM in flight. A is read from global
 // memory, the same 8 k of a row by every lane (a 16-byte broadcast per
-// row). The stream this path is built on, one pass over B with this layout
+// row), up to four rows' loads issued together after B's. The stream this path is built on, one pass over B with this layout
 // and no math, measured 13.9 us on an H200 at 1 x 4096 x 4096 (16 warps,
 // SPLIT_K=8: 128 CTAs; event time), where a TMA ring took 17.2 and cuBLAS's
 // GEMV 17.4 (tools/stream_probe.cu); the whole GEMM takes 14.2-14.4 us of
-// kernel time. At M = 8 (two CTAs of 4 rows along y) it is 2x slower than
-// cuBLAS's tensor-core kernel (87.6 against 43.6 us): a path for M <= 4.
+// kernel time. At M = 8 (two CTAs of 4 rows along y) it is 1.4x slower
+// than cuBLAS's tensor-core kernel (61.4 against 43.3 us p50), at M = 4
+// 1.07x (19.2 against 17.9): a path for the GEMV.
 // B's rows not 16-byte aligned (the check shapes' odd N) take the same
 // layout by 2-byte loads (and A's rows, when K % 8 != 0, by 2-byte loads):
 // correct, not fast.
@@ -1812,6 +1813,37 @@ __device__ __forceinline__ uint4 sk_vec_load(const evotune_elem_t* __restrict__ 
   }
 }
 
+// A's row (from `row`) at k0..k0+7, zeros past kend (K % 8 == 0 when aligned:
+// all in or all out).
+template <bool kAligned>
+__device__ __forceinline__ uint4 sk_vec_load_a(const unsigned short* __restrict__ row, int k0, int kend) {
+  if constexpr (kAligned) {
+    return __ldg(reinterpret_cast<const uint4*>(row + k0));
+  } else {
+    unsigned w[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const unsigned lo = k0 + 2 * c < kend ? __ldg(row + k0 + 2 * c) : 0u;
+      const unsigned hi = k0 + 2 * c + 1 < kend ? __ldg(row + k0 + 2 * c + 1) : 0u;
+      w[c] = lo | hi << 16;
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// Eight 16-bit elements to fp32.
+__device__ __forceinline__ void sk_unpack8(const uint4& v, float (&f)[8]) {
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    f[2 * c] = sk_bits_to_float((unsigned short)(w[c] & 0xffffu));
+    f[2 * c + 1] = sk_bits_to_float((unsigned short)(w[c] >> 16));
+  }
+}
+
+// Rows of A loaded together by the vector path.
+constexpr int kSkAGroup = kSkRows < 4 ? kSkRows : 4;
+
 // acc += A's rows (this CTA's, k0..k0+7) times B's rows k0..k0+7 at this lane's columns.
 template <bool kAligned>
 __device__ __forceinline__ void sk_vec_slice(float (&acc)[kSkRows][8], const evotune_elem_t* __restrict__ A,
@@ -1824,31 +1856,27 @@ __device__ __forceinline__ void sk_vec_slice(float (&acc)[kSkRows][8], const evo
 #pragma unroll
     for (int r = 0; r < kSkVecRows; ++r)
       b[r] = (on && k0 + r < t.kend) ? sk_vec_load<kAligned>(B, k0 + r, n, N) : make_uint4(0u, 0u, 0u, 0u);
+    // A's rows in groups of kSkAGroup, each group's loads issued together
+    // (one round trip per group, not per row).
 #pragma unroll
-    for (int m = 0; m < kSkRows; ++m) {
-      if (m < t.rows) {  // uniform
-        float a[kSkVecRows];
-        if constexpr (kAligned) {  // K % 8 == 0: k0..k0+7 are all in the slice or all out
-          const uint4 v = k0 < t.kend ? __ldg(reinterpret_cast<const uint4*>(Ab + (size_t)(t.m0 + m) * K + k0))
-                                      : make_uint4(0u, 0u, 0u, 0u);
-          const unsigned w[4] = {v.x, v.y, v.z, v.w};
+    for (int g0 = 0; g0 < kSkRows; g0 += kSkAGroup) {
+      if (g0 < t.rows) {  // uniform
+        uint4 a[kSkAGroup];
 #pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            a[2 * c] = sk_bits_to_float((unsigned short)(w[c] & 0xffffu));
-            a[2 * c + 1] = sk_bits_to_float((unsigned short)(w[c] >> 16));
-          }
-        } else {
-#pragma unroll
-          for (int r = 0; r < kSkVecRows; ++r)
-            a[r] = k0 + r < t.kend ? sk_bits_to_float(__ldg(Ab + (size_t)(t.m0 + m) * K + k0 + r)) : 0.f;
-        }
+        for (int g = 0; g < kSkAGroup; ++g)  // (rows past kSkRows: t.rows <= kSkRows)
+          a[g] = (g0 + g < t.rows && k0 < t.kend) ? sk_vec_load_a<kAligned>(Ab + (size_t)(t.m0 + g0 + g) * K, k0, t.kend)
+                                                  : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
         for (int r = 0; r < kSkVecRows; ++r) {
-          const unsigned w[4] = {b[r].x, b[r].y, b[r].z, b[r].w};
+          float bf[8];
+          sk_unpack8(b[r], bf);
 #pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            acc[m][2 * c] = fmaf(a[r], sk_bits_to_float((unsigned short)(w[c] & 0xffffu)), acc[m][2 * c]);
-            acc[m][2 * c + 1] = fmaf(a[r], sk_bits_to_float((unsigned short)(w[c] >> 16)), acc[m][2 * c + 1]);
+          for (int g = 0; g < kSkAGroup; ++g) {
+            float af[8];
+            sk_unpack8(a[g], af);
+            if (g0 + g < kSkRows)  // resolved at compile time
+#pragma unroll
+              for (int c = 0; c < 8; ++c) acc[g0 + g][c] = fmaf(af[r], bf[c], acc[g0 + g][c]);
           }
         }
       }
