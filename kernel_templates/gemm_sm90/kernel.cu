@@ -1795,36 +1795,22 @@ __device__ __forceinline__ void skinny_gemm(const evotune_elem_t* __restrict__ A
 // layout by 2-byte loads (and A's rows, when K % 8 != 0, by 2-byte loads):
 // correct, not fast.
 
-// Row k's 8 columns of this lane (zeros past N).
-template <bool kAligned>
-__device__ __forceinline__ uint4 sk_vec_load(const evotune_elem_t* __restrict__ B, int k, int n, int N) {
+// Eight 16-bit elements of a row, at pos..pos+7, zeros from `end` on: one
+// 16-byte load when aligned (then all eight are in, or none is asked for),
+// else 2-byte loads. kStream: B, read once (evict-first); else A, read by
+// every CTA of its K slice (cached).
+template <bool kAligned, bool kStream>
+__device__ __forceinline__ uint4 sk_load8(const unsigned short* __restrict__ row, int pos, int end) {
   if constexpr (kAligned) {
-    return __ldcs(reinterpret_cast<const uint4*>(B + (size_t)k * N + n));
-  } else {
-    const unsigned short* row = reinterpret_cast<const unsigned short*>(B) + (size_t)k * N;
-    unsigned w[4];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const unsigned lo = n + 2 * c < N ? __ldcs(row + n + 2 * c) : 0u;
-      const unsigned hi = n + 2 * c + 1 < N ? __ldcs(row + n + 2 * c + 1) : 0u;
-      w[c] = lo | hi << 16;
-    }
-    return make_uint4(w[0], w[1], w[2], w[3]);
-  }
-}
-
-// A's row (from `row`) at k0..k0+7, zeros past kend (K % 8 == 0 when aligned:
-// all in or all out).
-template <bool kAligned>
-__device__ __forceinline__ uint4 sk_vec_load_a(const unsigned short* __restrict__ row, int k0, int kend) {
-  if constexpr (kAligned) {
-    return __ldg(reinterpret_cast<const uint4*>(row + k0));
+    const uint4* v = reinterpret_cast<const uint4*>(row + pos);
+    return kStream ? __ldcs(v) : __ldg(v);
   } else {
     unsigned w[4];
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      const unsigned lo = k0 + 2 * c < kend ? __ldg(row + k0 + 2 * c) : 0u;
-      const unsigned hi = k0 + 2 * c + 1 < kend ? __ldg(row + k0 + 2 * c + 1) : 0u;
+      const unsigned short* q = row + pos + 2 * c;
+      const unsigned lo = pos + 2 * c < end ? (kStream ? __ldcs(q) : __ldg(q)) : 0u;
+      const unsigned hi = pos + 2 * c + 1 < end ? (kStream ? __ldcs(q + 1) : __ldg(q + 1)) : 0u;
       w[c] = lo | hi << 16;
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
@@ -1850,12 +1836,14 @@ __device__ __forceinline__ void sk_vec_slice(float (&acc)[kSkRows][8], const evo
                                              const evotune_elem_t* __restrict__ B, const SkCta& t, int n, int N,
                                              int K, int warp) {
   const unsigned short* Ab = reinterpret_cast<const unsigned short*>(A);
+  const unsigned short* Bb = reinterpret_cast<const unsigned short*>(B);
   const bool on = n < N;
   for (int k0 = t.kbeg + kSkVecRows * warp; k0 < t.kend; k0 += kSkChunk) {
     uint4 b[kSkVecRows];
 #pragma unroll
     for (int r = 0; r < kSkVecRows; ++r)
-      b[r] = (on && k0 + r < t.kend) ? sk_vec_load<kAligned>(B, k0 + r, n, N) : make_uint4(0u, 0u, 0u, 0u);
+      b[r] = (on && k0 + r < t.kend) ? sk_load8<kAligned, true>(Bb + (size_t)(k0 + r) * N, n, N)
+                                     : make_uint4(0u, 0u, 0u, 0u);
     // A's rows in groups of kSkAGroup, each group's loads issued together
     // (one round trip per group, not per row).
 #pragma unroll
@@ -1864,8 +1852,9 @@ __device__ __forceinline__ void sk_vec_slice(float (&acc)[kSkRows][8], const evo
         uint4 a[kSkAGroup];
 #pragma unroll
         for (int g = 0; g < kSkAGroup; ++g)  // (rows past kSkRows: t.rows <= kSkRows)
-          a[g] = (g0 + g < t.rows && k0 < t.kend) ? sk_vec_load_a<kAligned>(Ab + (size_t)(t.m0 + g0 + g) * K, k0, t.kend)
-                                                  : make_uint4(0u, 0u, 0u, 0u);
+          a[g] = (g0 + g < t.rows && k0 < t.kend)
+                     ? sk_load8<kAligned, false>(Ab + (size_t)(t.m0 + g0 + g) * K, k0, t.kend)
+                     : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
         for (int r = 0; r < kSkVecRows; ++r) {
           float bf[8];
