@@ -81,8 +81,14 @@ std::string expr_list(const std::vector<Expr>& es) {
   return join(t, "\n    ");
 }
 
-void describe(const KernelSpec& s, const DeviceTraits& dev, const std::optional<DeviceInfo>& gpu, std::ostream& out) {
-  KernelSummary k = summarize(s, dev, gpu);
+// " name=expr" for each expression that is set, on one line.
+void print_set_exprs(std::ostream& out, std::initializer_list<std::pair<const char*, const Expr*>> named) {
+  for (const auto& [n, e] : named)
+    if (!e->empty()) out << " " << n << "=" << e->text();
+}
+
+// The spec's identity, problem and where it runs.
+void describe_header(const KernelSpec& s, const KernelSummary& k, const DeviceTraits& dev, std::ostream& out) {
   out << s.name << ": " << s.description << "\n";
   out << "  source       " << s.source_name << " (entry " << s.entry << "), reference " << s.reference.source_name
       << " (entry " << s.reference.entry << ")\n";
@@ -97,6 +103,10 @@ void describe(const KernelSpec& s, const DeviceTraits& dev, const std::optional<
         << (k.valid >= 0 ? std::to_string(k.valid) : "?") << " valid for " << s.example << " on sm_" << dev.cc << "\n";
   if (!s.problem_constraints.empty()) out << "  accepts      " << expr_list(s.problem_constraints) << "\n";
   if (!s.check_shapes.empty()) out << "  check shapes " << join(s.check_shapes, "; ") << "\n";
+}
+
+// The tunables, their constraints and the derived values.
+void describe_space(const KernelSpec& s, std::ostream& out) {
   out << "\nparameters:\n";
   Table t({"name", "values", "default", "help"});
   for (const auto& p : s.params) {
@@ -110,10 +120,17 @@ void describe(const KernelSpec& s, const DeviceTraits& dev, const std::optional<
     out << "\nderived values:\n";
     for (const auto& [n, e] : s.lets) out << "    " << n << " = " << e.text() << "\n";
   }
+}
+
+// The launch geometry and the kernel's arguments.
+void describe_launch(const KernelSpec& s, std::ostream& out) {
+  auto dims = [&](const std::array<Expr, 3>& d) {
+    for (int i = 0; i < 3; ++i) out << (i ? ", " : "") << (d[i].empty() ? "1" : d[i].text());
+  };
   out << "\nlaunch: grid (";
-  for (int i = 0; i < 3; ++i) out << (i ? ", " : "") << (s.launch.grid[i].empty() ? "1" : s.launch.grid[i].text());
+  dims(s.launch.grid);
   out << "), block (";
-  for (int i = 0; i < 3; ++i) out << (i ? ", " : "") << (s.launch.block[i].empty() ? "1" : s.launch.block[i].text());
+  dims(s.launch.block);
   out << "), dynamic smem " << (s.launch.smem.empty() ? "0" : s.launch.smem.text()) << "\n";
   out << "\narguments:\n";
   for (const auto& a : s.args) {
@@ -125,28 +142,80 @@ void describe(const KernelSpec& s, const DeviceTraits& dev, const std::optional<
     else
       out << "    " << a.name << ": " << to_string(a.scalar) << " = " << a.value.text() << "\n";
   }
+}
+
+// What a trial must pass: the tolerances per dtype and the resource gates.
+void describe_gates(const KernelSpec& s, std::ostream& out) {
   out << "\ntolerances:\n";
   for (const auto& [dt, tol] : s.tolerance) {
     out << "    " << (dt.empty() ? "default" : dt) << ":";
-    auto show = [&](const char* n, const Expr& e) {
-      if (!e.empty()) out << " " << n << "=" << e.text();
-    };
-    show("max_abs", tol.max_abs);
-    show("mean_abs", tol.mean_abs);
-    show("atol", tol.atol);
-    show("rtol", tol.rtol);
-    show("max_bad_frac", tol.max_bad_frac);
+    print_set_exprs(out, {{"max_abs", &tol.max_abs},
+                          {"mean_abs", &tol.mean_abs},
+                          {"atol", &tol.atol},
+                          {"rtol", &tol.rtol},
+                          {"max_bad_frac", &tol.max_bad_frac}});
     out << "\n";
   }
   out << "\nresource gates:";
-  auto gate = [&](const char* n, const Expr& e) {
-    if (!e.empty()) out << " " << n << "=" << e.text();
-  };
-  gate("max_registers", s.gates.max_registers);
-  gate("max_smem", s.gates.max_smem);
-  gate("max_spill_bytes", s.gates.max_spill_bytes);
-  gate("max_stack", s.gates.max_stack);
+  print_set_exprs(out, {{"max_registers", &s.gates.max_registers},
+                        {"max_smem", &s.gates.max_smem},
+                        {"max_spill_bytes", &s.gates.max_spill_bytes},
+                        {"max_stack", &s.gates.max_stack}});
   out << "\n";
+}
+
+void describe(const KernelSpec& s, const DeviceTraits& dev, const std::optional<DeviceInfo>& gpu, std::ostream& out) {
+  describe_header(s, summarize(s, dev, gpu), dev, out);
+  describe_space(s, out);
+  describe_launch(s, out);
+  describe_gates(s, out);
+}
+
+nlohmann::json describe_json(const KernelSpec& s, const DeviceTraits& dev, const std::optional<DeviceInfo>& gpu) {
+  KernelSummary k = summarize(s, dev, gpu);
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : s.params)
+    params.push_back({{"name", p.name}, {"values", p.values}, {"default", p.default_value}, {"help", p.help}});
+  std::vector<std::string> cons;
+  for (const auto& c : s.constraints) cons.push_back(c.text());
+  return {{"name", s.name},      {"description", s.description},  {"dims", s.dims},           {"dtypes", k.dtypes},
+          {"min_cc", s.min_cc},  {"runs_here", k.runs_here},      {"valid_configs", k.valid}, {"params", params},
+          {"constraints", cons}, {"check_shapes", s.check_shapes}};
+}
+
+// Every built-in: a table (with which template of each family is fastest
+// here), or a JSON array.
+void list_kernels(const DeviceTraits& dev, const std::optional<DeviceInfo>& gpu, bool json) {
+  std::vector<KernelSummary> all;
+  for (const auto& n : builtin_kernel_names()) all.push_back(summarize(load_kernel(n), dev, gpu));
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& k : all)
+      j.push_back({{"name", k.name},
+                   {"description", k.description},
+                   {"dims", k.dims},
+                   {"dtypes", k.dtypes},
+                   {"valid_configs", k.valid},
+                   {"runs_here", k.runs_here}});
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  Table t({"kernel", "dims", "dtypes", "valid configs", gpu ? "runs on " + gpu->name : "runs here", "description"});
+  for (const auto& k : all)
+    t.add({k.name, k.dims, k.dtypes, k.valid >= 0 ? std::to_string(k.valid) : "?", k.runs_here, k.description});
+  t.print(std::cout);
+  if (gpu) {
+    const std::string attn = fastest_here("sdpa_fwd", gpu), fp8 = fastest_here("sdpa_fp8", gpu),
+                      gemm = fastest_here("gemm", gpu);
+    if (!attn.empty() || !gemm.empty())
+      std::cout << "\nfastest on " << gpu->name << ": attention " << (attn.empty() ? "none" : attn)
+                << ", FP8 attention " << (fp8.empty() ? "none" : fp8) << ", GEMM " << (gemm.empty() ? "none" : gemm)
+                << "\n";
+  } else {
+    std::cout << "\nattention: sdpa_fwd_sm90 on Hopper (sm_90), sdpa_fwd elsewhere; FP8 attention: sdpa_fp8_sm90 on "
+                 "Hopper, sdpa_fp8 on sm_89 (Ada); GEMM: gemm_sm90 on Hopper, gemm elsewhere\n";
+  }
+  std::cout << "\n`evotune kernels NAME` describes one; a spec file path works wherever a kernel is named.\n";
 }
 
 }  // namespace
@@ -160,55 +229,15 @@ void add_kernels_command(CLI::App& app, Context& ctx) {
     ctx.action = [&ctx, name] {
       std::optional<DeviceInfo> gpu;
       DeviceTraits dev = listing_traits(gpu);
-      if (!name->empty()) {
-        KernelSpec s = load_kernel(*name);
-        if (ctx.json) {
-          KernelSummary k = summarize(s, dev, gpu);
-          nlohmann::json params = nlohmann::json::array();
-          for (const auto& p : s.params)
-            params.push_back({{"name", p.name}, {"values", p.values}, {"default", p.default_value}, {"help", p.help}});
-          std::vector<std::string> cons;
-          for (const auto& c : s.constraints) cons.push_back(c.text());
-          nlohmann::json j = {
-              {"name", s.name},      {"description", s.description},  {"dims", s.dims},           {"dtypes", k.dtypes},
-              {"min_cc", s.min_cc},  {"runs_here", k.runs_here},      {"valid_configs", k.valid}, {"params", params},
-              {"constraints", cons}, {"check_shapes", s.check_shapes}};
-          std::cout << j.dump(2) << "\n";
-        } else {
-          describe(s, dev, gpu, std::cout);
-        }
-        return kExitOk;
-      }
-      std::vector<KernelSummary> all;
-      for (const auto& n : builtin_kernel_names()) all.push_back(summarize(load_kernel(n), dev, gpu));
-      if (ctx.json) {
-        nlohmann::json j = nlohmann::json::array();
-        for (const auto& k : all)
-          j.push_back({{"name", k.name},
-                       {"description", k.description},
-                       {"dims", k.dims},
-                       {"dtypes", k.dtypes},
-                       {"valid_configs", k.valid},
-                       {"runs_here", k.runs_here}});
-        std::cout << j.dump(2) << "\n";
-        return kExitOk;
-      }
-      Table t({"kernel", "dims", "dtypes", "valid configs", gpu ? "runs on " + gpu->name : "runs here", "description"});
-      for (const auto& k : all)
-        t.add({k.name, k.dims, k.dtypes, k.valid >= 0 ? std::to_string(k.valid) : "?", k.runs_here, k.description});
-      t.print(std::cout);
-      if (gpu) {
-        const std::string attn = fastest_here("sdpa_fwd", gpu), fp8 = fastest_here("sdpa_fp8", gpu),
-                          gemm = fastest_here("gemm", gpu);
-        if (!attn.empty() || !gemm.empty())
-          std::cout << "\nfastest on " << gpu->name << ": attention " << (attn.empty() ? "none" : attn)
-                    << ", FP8 attention " << (fp8.empty() ? "none" : fp8) << ", GEMM " << (gemm.empty() ? "none" : gemm)
-                    << "\n";
+      if (name->empty()) {
+        list_kernels(dev, gpu, ctx.json);
       } else {
-        std::cout << "\nattention: sdpa_fwd_sm90 on Hopper (sm_90), sdpa_fwd elsewhere; FP8 attention: sdpa_fp8_sm90 on "
-                     "Hopper, sdpa_fp8 on sm_89 (Ada); GEMM: gemm_sm90 on Hopper, gemm elsewhere\n";
+        KernelSpec s = load_kernel(*name);
+        if (ctx.json)
+          std::cout << describe_json(s, dev, gpu).dump(2) << "\n";
+        else
+          describe(s, dev, gpu, std::cout);
       }
-      std::cout << "\n`evotune kernels NAME` describes one; a spec file path works wherever a kernel is named.\n";
       return kExitOk;
     };
   });
