@@ -122,7 +122,9 @@
 //   RAW_SLOTS    PACK=2: k-tiles of B's raw windows in flight (2..4).
 //   SKINNY       0, or the CUDA-core path for a few rows (below) in place of
 //                everything above but SPLIT_K, as columns per lane x 100 +
-//                warps per CTA (208: two columns per lane, 8 warps).
+//                warps per CTA (208: two columns per lane, 8 warps; 8xx:
+//                8 contiguous columns per lane by 16-byte loads, the vector
+//                path for aligned B, 816 with 4 rows of A per CTA).
 //   L2_HINT      TMA loads marked evict-first in L2 (bit 0: A, bit 1: B): for
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
