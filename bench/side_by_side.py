@@ -31,9 +31,11 @@ elsewhere) on e4m3 Q, K, V drawn as evotune draws them (per-tensor descales
 from its spec; DESCALE=1 adds per-head factors), O in bf16, against (each
 where it runs on this PyTorch, and only if its output matches): cuDNN's FP8 attention (per-tensor descales:
 `_scaled_dot_product_attention_quantized` with PER_TENSOR where PyTorch has
-it, else `_scaled_dot_product_cudnn_attention` on the e4m3 tensors with the
-softmax scale times q and k's descales, v's descale applied after the timed
-call), FlashAttention-3's FP8 path (PER_HEAD, where FA3 can be activated),
+it, else the cuDNN frontend's `sdpa_fp8` where `import cudnn` works (the
+nvidia-cudnn-frontend wheel; on Hopper its O is e4m3, dequantized after the
+timed call), else `_scaled_dot_product_cudnn_attention` on the e4m3 tensors
+with the softmax scale times q and k's descales, v's descale applied after
+the timed call), FlashAttention-3's FP8 path (PER_HEAD, where FA3 can be activated),
 and in bf16 on the dequantized inputs: our best 16-bit template tuned on the
 same problem, PyTorch's flash (FA3 once an FP8 row has activated it for that
 row: the JSON's "flash_impl") and cuDNN. Every output is compared with the
@@ -476,6 +478,48 @@ def sdpa_case(args, timer, dtype, p):
     return row
 
 
+def cudnn_frontend_fp8(q8, k8, v8, qd, kd, vd, causal, scale):
+    """cuDNN's FP8 attention through the cuDNN frontend's Python graph API
+    (`import cudnn`, the nvidia-cudnn-frontend wheel; 1.14 needs nothing
+    else), on the cuDNN library PyTorch loaded. On Hopper cuDNN writes O in
+    e4m3 too: O_fp8 = O * scale_o, with scale_o mapping the largest
+    dequantized |V| (a bound on |O|) to e4m3's 448; P is quantized as
+    P * 448 (P <= 1). Returns the timed call, O from its result, and how."""
+    import cudnn
+    e4m3, f32 = cudnn.data_type.FP8_E4M3, cudnn.data_type.FLOAT
+    handle = cudnn.create_handle()
+    cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
+    graph = cudnn.pygraph(io_data_type=e4m3, intermediate_data_type=f32, compute_data_type=f32, handle=handle)
+
+    def fp8(name, x):
+        return graph.tensor(name=name, dim=list(x.shape), stride=list(x.stride()), data_type=e4m3)
+    tq, tk, tv = fp8("q", q8), fp8("k", k8), fp8("v", v8)
+    scale_o = 448.0 / max(float(v8.float().abs().max()) * vd, 1e-30)
+    values = {"descale_q": qd, "descale_k": kd, "descale_v": vd, "descale_s": 1.0 / 448.0, "scale_s": 448.0,
+              "scale_o": scale_o}
+    scalars = {n: graph.tensor(name=n, dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=f32) for n in values}
+    o, _, amax_s, amax_o = graph.sdpa_fp8(q=tq, k=tk, v=tv, **scalars, is_inference=True, attn_scale=scale,
+                                          use_causal_mask=causal, name="sdpa_fp8")
+    out = torch.empty(q8.shape, dtype=torch.float8_e4m3fn, device="cuda")
+    o.set_output(True).set_dim(list(out.shape)).set_stride(list(out.stride())).set_data_type(e4m3)
+    amaxes = [torch.empty((1, 1, 1, 1), dtype=torch.float32, device="cuda") for _ in range(2)]
+    for t in (amax_s, amax_o):
+        t.set_output(True).set_dim([1, 1, 1, 1]).set_stride([1, 1, 1, 1]).set_data_type(f32)
+    graph.validate()
+    graph.build_operation_graph()
+    graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    graph.check_support()
+    graph.build_plans()
+    workspace = torch.empty(max(graph.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+    pack = {tq: q8, tk: k8, tv: v8, o: out, amax_s: amaxes[0], amax_o: amaxes[1],
+            **{scalars[n]: torch.full((1, 1, 1, 1), x, dtype=torch.float32, device="cuda") for n, x in values.items()}}
+
+    def call():
+        graph.execute(pack, workspace, handle=handle)
+        return out
+    return call, lambda x: x.float() / scale_o, f"cuDNN frontend {cudnn.__version__} sdpa_fp8 (O in e4m3, scale_o {scale_o:.4g})"
+
+
 def cudnn_fp8(q8, k8, v8, qd, kd, vd, causal, scale):
     """cuDNN's FP8 attention with per-tensor descales: a callable for the timed
     call, a function from its result to O, and how it was reached."""
@@ -490,6 +534,10 @@ def cudnn_fp8(q8, k8, v8, qd, kd, vd, causal, scale):
                 q_descale_type=t, k_descale_type=t, v_descale_type=t),
                 lambda o: o, "_scaled_dot_product_attention_quantized PER_TENSOR")
     except ImportError:
+        pass
+    try:
+        return cudnn_frontend_fp8(q8, k8, v8, qd, kd, vd, causal, scale)
+    except ImportError:  # no cuDNN frontend here
         pass
     # Descales folded: Q·Kᵀ's into the softmax scale; V's is linear in O, applied after the timed call.
     return (lambda: torch.ops.aten._scaled_dot_product_cudnn_attention(
