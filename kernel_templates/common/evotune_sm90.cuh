@@ -230,6 +230,16 @@ __device__ __forceinline__ void tma_store_2d(const void* tmap, int c0, int c1, u
 #endif
 }
 
+// The same for a box of a 3-D tensor map.
+__device__ __forceinline__ void tma_store_3d(const void* tmap, int c0, int c1, int c2, unsigned src) {
+#if EVOTUNE_SM90
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(tmap)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(src)
+               : "memory");
+#endif
+}
+
 // Closes this thread's current bulk-async group (the stores issued since the last commit).
 __device__ __forceinline__ void bulk_commit() {
 #if EVOTUNE_SM90

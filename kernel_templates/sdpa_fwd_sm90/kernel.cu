@@ -57,6 +57,12 @@
 //    tensor cores waiting. CTAS_PER_SM=2 (one-warp producers) keeps two CTAs
 //    on each SM (and launches two per SM when persistent), so one CTA's
 //    softmax and epilogue run under the other's GEMMs without ping-pong.
+//  * Stores. O is normalised in registers and stored from them (4 bytes a
+//    thread), or with O_TMA=1 written into a per-warpgroup staging tile in
+//    shared memory (the 128-byte swizzle) and stored by one thread's TMA copy
+//    per 64-column panel, through a 3-D map over [B*H, S, D] that clips the
+//    rows past S; a warpgroup waits for its previous store before reusing the
+//    staging.
 //
 // FP8 (SDPA_FP8=1, the sdpa_fp8_sm90 template, entry sdpa_fp8_sm90): Q, K
 // and V in e4m3 with descale factors (per tensor, times per (batch, key/value
@@ -90,7 +96,7 @@
 //
 // Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
 // PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
-// PERSISTENT, L2_HEADS, UNIT_OVERLAP, CTAS_PER_SM. Problem: HEAD_DIM (64,
+// PERSISTENT, L2_HEADS, UNIT_OVERLAP, CTAS_PER_SM, O_TMA. Problem: HEAD_DIM (64,
 // 128, 256), IS_CAUSAL; FP8: SDPA_FP8, FP8_DESCALE_PER_HEAD, V_TRANSPOSED.
 
 #include "evotune_ptx.cuh"
@@ -157,6 +163,9 @@
 #ifndef CTAS_PER_SM
 #define CTAS_PER_SM 1
 #endif
+#ifndef O_TMA
+#define O_TMA 0
+#endif
 
 namespace sdpa_sm90 {
 
@@ -183,7 +192,11 @@ constexpr int kVBytes = kFP8 ? (kBN + 127) / 128 * kD * 128 : kKVBytes;
 constexpr int kStageBytes = kKVBytes + kVBytes;     // K then V
 constexpr int kVRaw = kFP8 && !kVT ? 2 : 0;        // FP8: buffers V lands in before the transpose
 constexpr int kRawOffset = kQBytes + STAGES * kStageBytes;
-constexpr int kBarOffset = kRawOffset + kVRaw * kKVBytes;
+// O_TMA: each consumer warpgroup's 64 rows of O staged for a TMA store, as
+// 64-column panels of 128-byte rows in the 128-byte swizzle.
+constexpr int kOStage = O_TMA ? 64 * kD * 2 : 0;
+constexpr int kOOffset = kRawOffset + kVRaw * kKVBytes;
+constexpr int kBarOffset = kOOffset + kCWG * kOStage;
 constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // alignment slack, tiles, barriers
 constexpr int kProducerThreads = PRODUCER ? 128 : 32;
 constexpr int kConsumerThreads = 128 * kCWG;
@@ -221,6 +234,7 @@ static_assert(CTAS_PER_SM == 1 || (CTAS_PER_SM == 2 && PRODUCER == 0), "two CTAs
 static_assert(!UNIT_OVERLAP || (OVERLAP == 1 && PERSISTENT > 0), "unit overlap: overlapped persistent CTAs");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
 static_assert(!kVT || kBN == 128, "Vᵀ stored: 128-key tiles (one 128-byte box of keys per tile)");
+static_assert(kOOffset % 1024 == 0, "O's staging on a swizzle atom boundary");
 static_assert(!kFP8 || kBN * kD / 64 % 32 == 0, "the transposer's (16-key group, 4-byte word) pairs fill whole warps");
 
 struct Problem {
@@ -253,6 +267,7 @@ struct Work {
   int tile;         // (query tile, head) index: counters and workspace slot
   int z, nsplit;    // key split and the tile's number of splits
   int row_base;     // global Q/O row of the unit's row 0
+  int seq;          // the unit's sequence (row_base / L): O's 3-D map's outer coordinate
   int m0;           // the tile's first row in the unit sequence
   int kv;           // key/value head (b*HKV + hk), the 3-D maps' outer coordinate
   int t_begin, t_end;  // key tiles of this split
@@ -290,6 +305,7 @@ __device__ __forceinline__ Work decode(const Problem& p, int u) {
     w.kv = b * p.HKV + h / p.G;
     w.row_base = hu * p.SQ;
   }
+  w.seq = hu;
   w.m0 = mt * kBM;
   int n_keys = p.SKV, lo_keys = p.SKV;  // keys the last / first query sees
   if (IS_CAUSAL) {
@@ -326,6 +342,7 @@ using Ring = RingOf<STAGES>;
 
 struct Smem {
   unsigned q, ring;                    // tiles
+  unsigned o;                          // O_TMA: the warpgroups' O staging
   unsigned q_full, q_empty;            // mbarriers
   unsigned k_full, v_full;             // + 8 * stage: the tile landed (FP8's Vᵀ: written)
   unsigned k_empty, v_empty;           // + 8 * stage: every consumer warp is done with it
@@ -603,6 +620,7 @@ __device__ __forceinline__ void fence_all(T (&a)[N][M]) {
 struct Consumer {
   const Problem& p;
   const Smem& sm;
+  const void* tm_o;  // O_TMA: O as [sequences, L, D]
   int wg, wg_tid, warp, lane;
   float scale_log2;        // the softmax scale in log2 units (FP8: times the q and k descales)
   unsigned long long dq0;  // Q descriptor of this warpgroup's rows, panel 0, k-slice 0
@@ -955,6 +973,10 @@ struct Consumer {
 
   __device__ __forceinline__ void store(const float (&o)[kOAcc], const RowState& rs, const Work& w,
                                         evotune_elem_t* __restrict__ O) const {
+    if constexpr (O_TMA) {
+      store_tma(o, rs, w);
+      return;
+    }
     const int g = lane >> 2, c = lane & 3;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -970,6 +992,50 @@ struct Consumer {
       for (int j = 0; j < kOAcc / 4; ++j)
         *reinterpret_cast<unsigned*>(dst + 8 * j) = evotune_ptx::pack2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
     }
+  }
+
+  // O_TMA: the warpgroup's 64 rows normalised into its staging area (each
+  // thread's pairs as 4-byte stores, the 8 rows of a store phase on 8
+  // different 16-byte chunks of the swizzle), then one thread stores them by
+  // TMA, a box per 64-column panel; rows past L are clipped by the map. The
+  // staging is reused once the previous unit's store has read it.
+  __device__ __forceinline__ void store_tma(const float (&o)[kOAcc], const RowState& rs, const Work& w) const {
+    using namespace evotune_sm90;
+    const unsigned stage = sm.o + (unsigned)(wg * kOStage);
+    if (wg_tid == 0) bulk_wait<0>();
+    named_bar_sync(kBarWg + wg, 128);
+    const int g = lane >> 2, c = lane & 3;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp * 16 + g + 8 * h;  // row of the warpgroup's 64
+#if SDPA_FP8
+      const float inv = rs.l[h] > 0.f ? w.os / rs.l[h] : 0.f;
+#else
+      const float inv = rs.l[h] > 0.f ? 1.f / rs.l[h] : 0.f;
+#endif
+#pragma unroll
+      for (int j = 0; j < kOAcc / 4; ++j) {
+        const int col = 8 * j + 2 * c;  // (bytes 2 * col of the row)
+        const unsigned at = stage + (unsigned)((col / 64) * 64 * 128 + r * 128 +
+                                               ((((col % 64) / 8) ^ (r & 7)) << 4) + (col % 8) * 2);
+        const unsigned v = evotune_ptx::pack2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(v) : "memory");
+      }
+    }
+    fence_proxy_async();  // the writes, before the TMA engine reads them
+    named_bar_sync(kBarWg + wg, 128);
+    if (wg_tid == 0) {
+#pragma unroll
+      for (int pn = 0; pn < kD / 64; ++pn)
+        tma_store_3d(tm_o, pn * 64, w.m0 + wg * 64, w.seq, stage + (unsigned)(pn * 64 * 128));
+      bulk_commit();
+    }
+  }
+
+  // Before the CTA exits: its last stores have read their staging.
+  __device__ __forceinline__ void stores_done() const {
+    if constexpr (O_TMA)
+      if (wg_tid == 0) evotune_sm90::bulk_wait<0>();
   }
 
   // The next unit the producer handed over with its Q tile, ready to attend
@@ -1103,6 +1169,7 @@ struct Consumer {
     // The turn that warpgroup 1 hands over after its last GEMMs: taken, so
     // that every arrival on a named barrier is matched.
     if (kPingPong && wg == 0) named_bar_sync(kBarTurn + 0, 256);
+    stores_done();
   }
 };
 
@@ -1113,7 +1180,8 @@ struct Consumer {
 // kernel derives it.
 extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     sdpa_fp8_sm90(const __grid_constant__ EvotuneTmap tm_q, const __grid_constant__ EvotuneTmap tm_k,
-                  const __grid_constant__ EvotuneTmap tm_v, const unsigned char* __restrict__ Q,
+                  const __grid_constant__ EvotuneTmap tm_v, const __grid_constant__ EvotuneTmap tm_o,
+                  const unsigned char* __restrict__ Q,
                   const unsigned char* __restrict__ K, const unsigned char* __restrict__ V,
                   evotune_elem_t* __restrict__ O, float* __restrict__ workspace, unsigned* __restrict__ counters,
                   int B, int H, int HKV, int SQ, int SKV, int group, float scale, float q_descale, float k_descale,
@@ -1123,7 +1191,8 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
 #else
 extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     sdpa_fwd_sm90(const __grid_constant__ EvotuneTmap tm_q, const __grid_constant__ EvotuneTmap tm_k,
-                  const __grid_constant__ EvotuneTmap tm_v, const evotune_elem_t* __restrict__ Q,
+                  const __grid_constant__ EvotuneTmap tm_v, const __grid_constant__ EvotuneTmap tm_o,
+                  const evotune_elem_t* __restrict__ Q,
                   const evotune_elem_t* __restrict__ K, const evotune_elem_t* __restrict__ V,
                   evotune_elem_t* __restrict__ O, float* __restrict__ workspace, unsigned* __restrict__ counters,
                   int B, int H, int HKV, int SQ, int SKV, float scale) {
@@ -1141,6 +1210,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   Smem sm;
   sm.q = base;
   sm.ring = base + kQBytes;
+  sm.o = base + kOOffset;
   sm.q_full = base + kBarOffset;
   sm.q_empty = sm.q_full + 8;
   sm.k_full = sm.q_full + 16;
@@ -1160,6 +1230,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     tma_prefetch_desc(&tm_q);
     tma_prefetch_desc(&tm_k);
     tma_prefetch_desc(&tm_v);
+    if (O_TMA) tma_prefetch_desc(&tm_o);
     // The spec's smem expression must match this layout: fail loudly, never
     // write past the allocation.
     unsigned dyn;
@@ -1196,11 +1267,11 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   } else {
     if constexpr (kSetMaxNReg) setmaxnreg_inc<kRegConsumer>();
 #if SDPA_FP8
-    Consumer c{p, sm, wg, (int)threadIdx.x & 127, ((int)threadIdx.x & 127) >> 5, (int)threadIdx.x & 31,
+    Consumer c{p, sm, &tm_o, wg, (int)threadIdx.x & 127, ((int)threadIdx.x & 127) >> 5, (int)threadIdx.x & 31,
                scale * q_descale * k_descale * 1.4426950408889634f, SDPA_DESC_QK(sm.q + wg * 64 * kSw), {}, v_descale,
                q_descales, k_descales, v_descales};
 #else
-    Consumer c{p, sm, wg, (int)threadIdx.x & 127, ((int)threadIdx.x & 127) >> 5, (int)threadIdx.x & 31,
+    Consumer c{p, sm, &tm_o, wg, (int)threadIdx.x & 127, ((int)threadIdx.x & 127) >> 5, (int)threadIdx.x & 31,
                scale * 1.4426950408889634f, make_desc_sw128(sm.q + wg * 64 * 128, 16, 1024), {}};
 #endif
     c.run(O, workspace, counters, last_flags);
