@@ -87,8 +87,10 @@
 //  FP8 needs the producer warpgroup (PRODUCER=1): with two or three consumer
 //  warpgroups it keeps 56 registers (the consumers 224 or 152).
 //  V_TRANSPOSED=1 (V stored as Vᵀ, [B, HKV, D, SKV], SKV a multiple of 16):
-//  Vᵀ tiles land by TMA as they are, and there is no transposer (the
-//  producer keeps 24 or 32 registers, the consumers 240 or 160). P's fragment
+//  Vᵀ tiles land by TMA as they are (128-key panels in the 128-byte swizzle,
+//  or, for 64- and 192-key tiles, 64-key panels in the 64-byte one), and
+//  there is no transposer (the producer keeps 24 or 32 registers, the
+//  consumers 240 or 160). P's fragment
 //  order is then made on the Q·Kᵀ side: K is loaded through a 5-D view whose
 //  box puts key 16h + 4m + 2b + e in row 16h + 8b + 2m + e of the tile, so in
 //  each 16-key group thread t = lane % 4 holds keys 4t + {0, 1} in its first
@@ -187,8 +189,12 @@ constexpr int kPanels = kRowBytes / kSw;            // swizzle-wide panels of a 
 constexpr int kPanelCols = kFP8 ? kSw : kSw / 2;    // elements of a panel row
 constexpr int kQBytes = kBM * kRowBytes;            // the Q tile
 constexpr int kKVBytes = kBN * kRowBytes;           // one K (or V as it lands) tile
-// The V the consumers read: the tile itself, or (FP8) Vᵀ in 128-key panels.
-constexpr int kVBytes = kFP8 ? (kBN + 127) / 128 * kD * 128 : kKVBytes;
+// FP8: keys per panel of the Vᵀ the consumers read, the row of its swizzle:
+// 128 (the 128-byte swizzle), or 64 (64-byte) where V is stored transposed
+// and 128 does not divide the tile (the transposer fills 128-key panels).
+constexpr int kVPanel = kVT && kBN % 128 != 0 ? 64 : 128;
+// The V the consumers read: the tile itself, or (FP8) Vᵀ in kVPanel-key panels.
+constexpr int kVBytes = kFP8 ? (kBN + kVPanel - 1) / kVPanel * kD * kVPanel : kKVBytes;
 constexpr int kStageBytes = kKVBytes + kVBytes;     // K then V
 constexpr int kVRaw = kFP8 && !kVT ? 2 : 0;        // FP8: buffers V lands in before the transpose
 constexpr int kRawOffset = kQBytes + STAGES * kStageBytes;
@@ -233,7 +239,7 @@ static_assert(STAGES >= 2 && STAGES <= 4, "2..4 stages");
 static_assert(CTAS_PER_SM == 1 || (CTAS_PER_SM == 2 && PRODUCER == 0), "two CTAs per SM: one-warp producers");
 static_assert(!UNIT_OVERLAP || (OVERLAP == 1 && PERSISTENT > 0), "unit overlap: overlapped persistent CTAs");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
-static_assert(!kVT || kBN == 128, "Vᵀ stored: 128-key tiles (one 128-byte box of keys per tile)");
+static_assert(!kVT || kBN % 64 == 0, "Vᵀ stored: tiles of whole 64- or 128-key boxes");
 static_assert(kOOffset % 1024 == 0, "O's staging on a swizzle atom boundary");
 static_assert(!kFP8 || kBN * kD / 64 % 32 == 0, "the transposer's (16-key group, 4-byte word) pairs fill whole warps");
 
@@ -429,10 +435,13 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
 #endif
       }
 #if SDPA_FP8 && V_TRANSPOSED
-      // Vᵀ as it is: kD rows of the tile's 128 keys, the 128-byte swizzle.
+      // Vᵀ as it is: per panel, kD rows of kVPanel keys in that many bytes' swizzle.
       mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
       mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kBN * kD);
-      tma_load_3d(sm.v_tile(ring.stage), tm_v, t * kBN, 0, w.kv, sm.v_full + 8 * ring.stage);
+#pragma unroll
+      for (int pn = 0; pn < kBN / kVPanel; ++pn)
+        tma_load_3d(sm.v_tile(ring.stage) + pn * kD * kVPanel, tm_v, t * kBN + pn * kVPanel, 0, w.kv,
+                    sm.v_full + 8 * ring.stage);
 #elif SDPA_FP8
       // The whole tile unswizzled into a raw buffer; the transposer fills the stage.
       mbar_wait(sm.raw_empty + 8 * raw.stage, raw.phase ^ 1u);
@@ -701,13 +710,21 @@ struct Consumer {
     fence_all(pf);
     // 16 bits: V is MN-major, atoms of 64 D-columns x 8 keys; the next 64
     // columns are the next panel (kBN*128 bytes on), the next 8 keys 1024
-    // bytes on. FP8: Vᵀ is K-major (keys along the 128-byte rows), a k32 slice
-    // 32 bytes of a row, the next 128 keys the next panel (kD*128 bytes on).
-    const unsigned long long dv = make_desc_sw128(sm.v_tile(st), kFP8 ? 16 : kBN * 128, 1024);
+    // bytes on. FP8: Vᵀ is K-major (keys along the kVPanel-byte rows), a k32
+    // slice 32 bytes of a row, the next kVPanel keys the next panel (kD*kVPanel
+    // bytes on).
+#if SDPA_FP8
+    const unsigned long long dv =
+        kVPanel == 64 ? make_desc_sw64(sm.v_tile(st), 16, 512) : make_desc_sw128(sm.v_tile(st), 16, 1024);
+#else
+    const unsigned long long dv = make_desc_sw128(sm.v_tile(st), kBN * 128, 1024);
+#endif
+    constexpr int kVSlices = kVPanel / 32;  // FP8: k32 slices per panel row
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kPK; ++kk)
-      mma_pv(o, pf[kk], dv + ((kFP8 ? (kk / 4) * kD * 128 + (kk % 4) * 32 : kk * 16 * 128) >> 4));
+      mma_pv(o, pf[kk],
+             dv + ((kFP8 ? (kk / kVSlices) * kD * kVPanel + (kk % kVSlices) * 32 : kk * 16 * 128) >> 4));
     wgmma_commit();
     fence_all(pf);
   }

@@ -371,6 +371,8 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"UNIT_OVERLAP", 1}, {"PINGPONG", 1}},
                                                 {{"UNIT_OVERLAP", 1}, {"Q_IN_REGS", 1}},
                                                 {{"CTAS_PER_SM", 2}},
+                                                {{"BLOCK_N", 192}, {"OVERLAP", 1}},
+                                                {{"BLOCK_N", 64}, {"OVERLAP", 1}},
                                                 {{"O_TMA", 1}},
                                                 {{"O_TMA", 1}, {"UNIT_OVERLAP", 1}, {"PERSISTENT", 2}},
                                                 {{"O_TMA", 1}, {"SPLIT_KV", 2}},
