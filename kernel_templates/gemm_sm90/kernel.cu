@@ -129,6 +129,8 @@
 //                an operand streamed once (A of a skinny-N GEMM), so that it
 //                neither evicts the reused operand nor forces write-backs of
 //                dirty lines other kernels left in L2.
+//   L2_PROMO_B   (host side: B's tensor map) L2 promotion of B's loads, 256 or
+//                128 bytes; the kernel does not read it.
 //
 // Launch (spec.toml): SKINNY > 0, a grid of cdiv(N, 32 * columns per lane) x
 // cdiv(M, 16) x SPLIT_K CTAs of 32 * warps threads; otherwise a 1-D grid of whole clusters, block = 128*CONSUMER_WG +

@@ -407,6 +407,7 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"SKINNY", 808}},
                                                 {{"SKINNY", 804}, {"SPLIT_K", 4}},
                                                 {{"L2_HINT", 2}},
+                                                {{"L2_PROMO_B", 128}},
                                                 {{"L2_HINT", 3}},
                                                 {{"EPILOGUE", 2}},
                                                 {{"EPILOGUE", 2}, {"SCHEDULE", 1}},
