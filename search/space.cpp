@@ -57,7 +57,10 @@ std::optional<std::vector<Config>> SearchSpace::walk() const {
   }
   Config c;
   for (const auto& p : ps) c.values[p.name] = p.values[0];
-  auto holds = [&](const std::vector<const Expr*>& es) {
+  // Whether a constraint failed to evaluate on the current path (per depth).
+  std::vector<char> failed(ps.size() + 1, 0);
+  auto holds = [&](const std::vector<const Expr*>& es, char& failed_here) {
+    failed_here = 0;
     if (es.empty()) return true;
     for (const Problem& prob : problems_) {
       Scope scope(*spec_, &prob, &c, dev_);
@@ -67,20 +70,25 @@ std::optional<std::vector<Config>> SearchSpace::walk() const {
         } catch (const ExprError&) {
           // No pruning on it: the full check of each config below reports it
           // unless another constraint rejects the config.
+          failed_here = 1;
         }
       }
     }
     return true;
   };
   std::vector<Config> out;
-  if (holds(at_root)) {
+  if (holds(at_root, failed[ps.size()])) {
     std::vector<size_t> index(ps.size(), 0);
     size_t d = 0;  // the parameter being tried
     for (;;) {
       c.values[ps[d].name] = ps[d].values[index[d]];
-      bool descend = holds(at_depth[d]);
+      bool descend = holds(at_depth[d], failed[d]);
       if (descend && d + 1 == ps.size()) {
-        if (valid(c)) out.push_back(c);  // every constraint checked once more, in full
+        // Every constraint has held on this path, each read once the values
+        // it depends on were final; where one failed to evaluate, the full
+        // check reports it (or another constraint rejects the config).
+        const bool any_failed = std::find(failed.begin(), failed.end(), 1) != failed.end();
+        if (!any_failed || valid(c)) out.push_back(c);
         if (out.size() > kMaxValidConfigs) return std::nullopt;
         descend = false;
       }
