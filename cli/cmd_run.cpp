@@ -214,12 +214,17 @@ void add_profile_command(CLI::App& app, Context& ctx) {
                 "call each, measured again on its problem; the longest kernel of the call is stored)");
   cmd->add_option("--timeout", opts->timeout_s, "seconds one trial may take under ncu (default 600)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--reports", opts->reports_dir,
+                  "also keep a full Nsight Compute report of each trial and baseline in this directory "
+                  "(run<R>-trial<N>.ncu-rep, run<R>-<baseline>-p<P>.ncu-rep: every section and the warp stalls "
+                  "sampled per SASS instruction; ncu replays each kernel some 40 times for one)");
   cmd->footer(
       "\nEach trial is evaluated once more by this binary under ncu, which profiles the first launch of each of the "
       "run's problems in the timed series (caches flushed, the GPU's own clocks). ncu is looked for in $EVOTUNE_NCU, "
       "PATH, $CUDA_HOME/bin and /usr/local/cuda/bin; without it, or without access to the GPU's counters, the command "
       "exits 5 and changes nothing.\n\nExample: evotune profile last --top 3 --baseline && evotune report last -o "
-      "reports/summary.md");
+      "reports/summary.md\n         evotune profile last --top 1 --baseline --reports ncu/   (then: ncu-ui "
+      "ncu/run1-trial5.ncu-rep)");
   cmd->callback([&ctx, run, opts, no_default] {
     ctx.action = [&ctx, run, opts, no_default] {
       ProfileOptions o = *opts;

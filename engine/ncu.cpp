@@ -132,19 +132,42 @@ std::string baseline_range(const std::string& name, int problem) {
   return "evotune_baseline " + name + " p" + std::to_string(problem);
 }
 
-NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
-                  int launches, double timeout_s) {
+namespace {
+
+// ncu, and what selects the launches: every process, the GPU's own clocks,
+// the kernels in one NVTX range (at most `launches` of them when > 0).
+std::vector<std::string> ncu_launch_args(const std::string& ncu, const std::string& range, int launches) {
   std::vector<std::string> args = {ncu,      "--target-processes", "all",      "--clock-control", "none",
                                    "--nvtx", "--nvtx-include",     range + "/"};
   if (launches > 0) {
     args.push_back("--launch-count");
     args.push_back(std::to_string(launches));
   }
-  for (const char* a : {"--csv", "--page", "raw", "--metrics"}) args.push_back(a);
-  args.push_back(ncu_metrics());
+  return args;
+}
+
+NcuOutput run_ncu_args(std::vector<std::string> args, const std::vector<std::string>& program, double timeout_s) {
   args.insert(args.end(), program.begin(), program.end());
   const CapturedRun r = run_captured(args, timeout_s);
   return NcuOutput{r.exit_code, r.text};
+}
+
+}  // namespace
+
+NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
+                  int launches, double timeout_s) {
+  std::vector<std::string> args = ncu_launch_args(ncu, range, launches);
+  for (const char* a : {"--csv", "--page", "raw", "--metrics"}) args.push_back(a);
+  args.push_back(ncu_metrics());
+  return run_ncu_args(std::move(args), program, timeout_s);
+}
+
+NcuOutput run_ncu_report(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
+                         int launches, const std::string& report, double timeout_s) {
+  std::vector<std::string> args = ncu_launch_args(ncu, range, launches);
+  for (const char* a : {"--set", "full", "--import-source", "yes", "-f", "-o"}) args.push_back(a);
+  args.push_back(report);
+  return run_ncu_args(std::move(args), program, timeout_s);
 }
 
 std::string ncu_version(const std::string& ncu) {

@@ -47,6 +47,13 @@ struct NcuOutput {
 NcuOutput run_ncu(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
                   int launches, double timeout_s);
 
+// The same launches into a report file for Nsight Compute's GUI and `ncu -i`:
+// `... --set full --import-source yes -f -o <report> program...` (ncu adds
+// ".ncu-rep"): every section, and source counters (warp stalls sampled per
+// SASS instruction). ncu replays each kernel some 40 times for it.
+NcuOutput run_ncu_report(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
+                         int launches, const std::string& report, double timeout_s);
+
 // "Nsight Compute 2025.3.1.0": the last line of `ncu --version` (its
 // "Version ..." line), or "Nsight Compute" when it prints none.
 std::string ncu_version(const std::string& ncu);

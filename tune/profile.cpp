@@ -1,6 +1,7 @@
 #include "tune/profile.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -62,6 +63,16 @@ std::string last_lines(const std::string& text, size_t n) {
   return join(std::vector<std::string>(lines.begin() + static_cast<long>(from), lines.end()), "\n");
 }
 
+// Throws EngineError when ncu failed or timed out.
+void check_ncu(const NcuOutput& out, double timeout_s) {
+  if (std::string why = ncu_failure(out.text); !why.empty())
+    throw EngineError(why + "; ncu printed:\n" + last_lines(out.text, 12));
+  if (out.exit_code != 0)
+    throw EngineError(out.exit_code < 0 ? "ncu did not finish in " + strfmt("%.0f", timeout_s) + " s"
+                                        : "ncu exited with " + std::to_string(out.exit_code) + "; it printed:\n" +
+                                              last_lines(out.text, 12));
+}
+
 // The kernels ncu profiled in `range` while `program` ran. Throws EngineError when ncu failed, timed out or profiled
 // nothing.
 struct Profiled {
@@ -70,15 +81,43 @@ struct Profiled {
 Profiled profile_program(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
                          int launches, double timeout_s) {
   NcuOutput out = run_ncu(ncu, program, range, launches, timeout_s);
-  if (std::string why = ncu_failure(out.text); !why.empty())
-    throw EngineError(why + "; ncu printed:\n" + last_lines(out.text, 12));
-  if (out.exit_code != 0)
-    throw EngineError(out.exit_code < 0 ? "ncu did not finish in " + strfmt("%.0f", timeout_s) + " s"
-                                        : "ncu exited with " + std::to_string(out.exit_code) + "; it printed:\n" +
-                                              last_lines(out.text, 12));
+  check_ncu(out, timeout_s);
   Profiled p{parse_ncu_raw_csv(out.text)};
   if (p.kernels.empty()) throw EngineError("ncu profiled no kernel; it printed:\n" + last_lines(out.text, 12));
   return p;
+}
+
+// The same launches once more into `dir`/`stem`.ncu-rep (the full set, source
+// counters); returns its path. Throws EngineError when ncu failed or wrote no
+// report.
+std::string report_program(const std::string& ncu, const std::vector<std::string>& program, const std::string& range,
+                           int launches, const fs::path& dir, const std::string& stem, double timeout_s) {
+  const fs::path base = dir / stem;
+  NcuOutput out = run_ncu_report(ncu, program, range, launches, base.string(), timeout_s);
+  check_ncu(out, timeout_s);
+  const fs::path rep = base.string() + ".ncu-rep";
+  if (!fs::is_regular_file(rep))
+    throw EngineError("ncu wrote no report " + rep.string() + "; it printed:\n" + last_lines(out.text, 12));
+  return rep.string();
+}
+
+// A file name's stem from a baseline's name (letters, digits, '.', '-', '_').
+std::string file_stem(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  return s;
+}
+
+// The reports' directory, made if missing; "" for none. Throws UsageError
+// when the path exists and is not a directory, or cannot be made.
+fs::path reports_dir(const std::string& path) {
+  if (path.empty()) return {};
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (!fs::is_directory(path))
+    throw UsageError("--reports " + path + ": not a directory" + (ec ? " (" + ec.message() + ")" : std::string()) +
+                     "; nothing was profiled");
+  return fs::path(path);
 }
 
 // The spec's [[baseline]] that measures a stored result: its name, less the
@@ -122,6 +161,14 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
   if (run->compile_only) throw UsageError("run " + std::to_string(run->id) + " was compile-only: nothing to profile");
   const std::vector<Trial> todo = targets(s, *run, o);
   if (todo.empty()) throw UsageError("run " + std::to_string(run->id) + " has no correct trial to profile");
+  const fs::path reports = reports_dir(o.reports_dir);
+  const std::string run_stem = "run" + std::to_string(run->id);
+  auto keep_report = [&](const std::vector<std::string>& program, const std::string& range, int launches,
+                         const std::string& stem) {
+    if (reports.empty()) return;
+    log << "  report: " << report_program(ncu, program, range, launches, reports, stem, o.timeout_s) << "\n"
+        << std::flush;
+  };
   std::vector<BaselineResult> baselines;
   if (o.baselines)
     for (BaselineResult& b : s.baselines(run->id))
@@ -148,6 +195,7 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
       throw EngineError("ncu profiled " + std::to_string(got.kernels.size()) + " launches for " + std::to_string(n) +
                         " problems");
     for (int pi = 0; pi < n; ++pi) store({t.id, "", pi, got.kernels[static_cast<size_t>(pi)], tool, ""});
+    keep_report(program, kTimedRange, n, run_stem + "-trial" + std::to_string(t.seq));
   }
 
   // A baseline's call may launch several kernels (a split-K reduction, a
@@ -162,11 +210,17 @@ ProfileSummary profile_run(const ProfileOptions& o, std::ostream& log) {
                                     [](const auto& x, const auto& y) { return x.duration_us < y.duration_us; });
     if (got.kernels.size() > 1) log << "  (" << got.kernels.size() << " kernels in one call; the longest stored)\n";
     store({0, b.name, b.problem, *longest, tool, ""});
+    keep_report(program, baseline_range(b.name, 0), 0,
+                run_stem + "-" + file_stem(b.name) + "-p" + std::to_string(b.problem));
   }
   sum.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   log << "profiled " << todo.size() << " trial(s)";
   if (!baselines.empty()) log << " and " << baselines.size() << " baseline result(s)";
   log << " in " << strfmt("%.1f", sum.wall_s) << " s\n";
+  if (!reports.empty())
+    log << "full reports in " << reports.string()
+        << ": open them in Nsight Compute (ncu-ui), or list the stalls per SASS instruction with `ncu -i FILE --page "
+           "source --csv --print-source sass`\n";
   return sum;
 }
 

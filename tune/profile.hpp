@@ -29,6 +29,9 @@ struct ProfileOptions {
   std::string ncu;           // default: locate_ncu()
   std::string exe;           // the evotune that evaluates; default: this executable
   double timeout_s = 600;    // per trial
+  // Where to keep a full Nsight Compute report (.ncu-rep) of each profiled
+  // trial and baseline besides the stored metrics; empty: none.
+  std::string reports_dir;
 };
 
 struct ProfileSummary {
@@ -37,7 +40,7 @@ struct ProfileSummary {
 };
 
 // Throws UsageError (no such run, nothing to profile: a compile-only run or
-// none correct), EngineError (ncu missing, refused the counters, failed or
+// none correct, a reports_dir that is not a directory), EngineError (ncu missing, refused the counters, failed or
 // profiled nothing: what it printed is in the message), StoreError. A failure
 // leaves the profiles stored before it.
 ProfileSummary profile_run(const ProfileOptions& options, std::ostream& log);

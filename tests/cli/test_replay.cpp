@@ -682,6 +682,48 @@ TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its 
   CHECK(log.find("EVOTUNE_NCU=" + (t.path / "missing").string() + " is not an executable") != std::string::npos);
   CHECK(Store::open(db, Store::Mode::read_only).profiles(1).size() == 4);
 
+  // --reports DIR: each trial's and baseline's launches once more into a
+  // full report there (the same range and launch count as its metrics),
+  // the metrics stored as without it.
+  const fs::path reports = t.path / "ncu reports";
+  const std::string write_report =
+      "cat " + csv + "; prev=; for a in \"$@\"; do [ \"$prev\" = -o ] && : > \"$a.ncu-rep\"; prev=$a; done; exit 0";
+  fs::remove(t.path / "ncu.args");
+  {
+    EnvVar ncu("EVOTUNE_NCU", fake_ncu(t.path, write_report));
+    REQUIRE(run_cli({"--db", db, "profile", "1", "--top", "1", "--no-default", "--baseline", "--reports",
+                     reports.string()},
+                    &log) == 0);
+  }
+  const std::string trial_rep = (reports / ("run1-trial" + std::to_string(elites[0].seq) + ".ncu-rep")).string();
+  const std::string vendor_rep = (reports / "run1-vendor-top8-p0.ncu-rep").string();
+  CHECK(log.find("  report: " + trial_rep + "\n") != std::string::npos);
+  CHECK(log.find("  report: " + vendor_rep + "\n") != std::string::npos);
+  CHECK(log.find("full reports in " + reports.string()) != std::string::npos);
+  CHECK(fs::is_regular_file(trial_rep));
+  CHECK(fs::is_regular_file(reports / "run1-vendor-p0.ncu-rep"));
+  CHECK(fs::is_regular_file(vendor_rep));
+  const std::string rargs = read_text(t.path / "ncu.args");
+  CHECK(rargs.find("--nvtx-include\nevotune_timed/\n--launch-count\n1\n--set\nfull\n--import-source\nyes\n-f\n-o\n" +
+                   trial_rep.substr(0, trial_rep.size() - 8) + "\n") != std::string::npos);
+  CHECK(rargs.find("--nvtx-include\nevotune_baseline vendor-top8 p0/\n--set\nfull\n") != std::string::npos);
+  CHECK(Store::open(db, Store::Mode::read_only).profiles(1).size() == 4);  // profiled again: replaced, none added
+  // A report ncu did not write is a failure (exit 5), not a path printed;
+  // a --reports path that is a file is refused before anything is profiled.
+  {
+    EnvVar ncu("EVOTUNE_NCU", fake_ncu(t.path, "cat " + csv));
+    CHECK(run_cli({"--db", db, "profile", "1", "--top", "1", "--no-default", "--reports", (t.path / "none").string()},
+                  &log) == 5);
+  }
+  CHECK(log.find("ncu wrote no report " + (t.path / "none" / "run1-trial").string()) != std::string::npos);
+  std::ofstream(t.path / "a file") << "x";
+  {
+    EnvVar ncu("EVOTUNE_NCU", fake_ncu(t.path, write_report));
+    CHECK(run_cli({"--db", db, "profile", "1", "--reports", (t.path / "a file").string()}, &log) == 2);
+  }
+  CHECK(log.find("--reports " + (t.path / "a file").string() + ": not a directory") != std::string::npos);
+  CHECK(Store::open(db, Store::Mode::read_only).profiles(1).size() == 4);
+
   // run --profile N: the same at the end of a run.
   {
     EnvVar ncu("EVOTUNE_NCU", fake_ncu(t.path, "cat " + csv));
