@@ -579,7 +579,7 @@ struct EnvVar {
 
 }  // namespace
 
-TEST_CASE("profile: ncu on the top elites, stored per trial, in the report; its failures change nothing",
+TEST_CASE("profile: ncu on the top elites, stored per trial, in the report, its failures change nothing",
           "[replay][profile]") {
   TempDir t;
   std::string data = write_synthetic_dataset(t.path);

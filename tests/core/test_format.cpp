@@ -22,7 +22,7 @@ TEST_CASE("fmt_us keeps 3-4 significant digits and says '-' for no latency", "[f
   CHECK(fmt_us(-1) == "-");
 }
 
-TEST_CASE("fmt_us_fixed has three decimals and the unit; n/a when not finite", "[format]") {
+TEST_CASE("fmt_us_fixed has three decimals and the unit, n/a when not finite", "[format]") {
   CHECK(fmt_us_fixed(18.42) == "18.420 us");
   CHECK(fmt_us_fixed(0.0004) == "0.000 us");
   CHECK(fmt_us_fixed(1234567.8916) == "1234567.892 us");
@@ -54,7 +54,7 @@ TEST_CASE("CUDA versions and compute capabilities read as major.minor", "[format
   CHECK(cc_string(0) == "unknown");
 }
 
-TEST_CASE("element sizes: elem is the run's dtype; the dtype's macro", "[format]") {
+TEST_CASE("element sizes: elem is the run's dtype, the dtype's macro", "[format]") {
   CHECK(elem_bytes(ElemType::elem, Dtype::fp16) == 2);
   CHECK(elem_bytes(ElemType::elem, Dtype::bf16) == 2);
   CHECK(elem_bytes(ElemType::elem, Dtype::fp32) == 4);
@@ -77,7 +77,7 @@ TEST_CASE("element sizes: elem is the run's dtype; the dtype's macro", "[format]
   CHECK(dtype_bytes(parse_dtype("bfloat16")) == 2);
 }
 
-TEST_CASE("peak rates: known models by a whole word of CUDA's name, per dtype; unknown ones have none", "[format]") {
+TEST_CASE("peak rates: known models by a whole word of CUDA's name, per dtype, unknown ones have none", "[format]") {
   CHECK(peak_tflops("NVIDIA H100 80GB HBM3", "bf16").tflops == 989.4);
   CHECK(peak_tflops("NVIDIA H100 PCIe", "fp16").tflops == 756.5);  // not taken for the SXM part
   CHECK(peak_tflops("NVIDIA H200", "fp16").tflops == 989.4);

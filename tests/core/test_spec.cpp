@@ -434,7 +434,7 @@ TEST_CASE("a spec's source must be a regular file", "[spec]") {
   }
 }
 
-TEST_CASE("[[baseline]]: a library by name with its keys; buffers must be the kernel's", "[spec]") {
+TEST_CASE("[[baseline]]: a library by name with its keys, buffers must be the kernel's", "[spec]") {
   const std::string lt =
       "\n[[baseline]]\nname = \"cublaslt\"\nlibrary = \"cublaslt\"\na = \"X\"\nb = \"X\"\nc = \"Y\"\n"
       "m = \"N\"\nn = \"1\"\nk = \"N\"\ntop = 4\n";

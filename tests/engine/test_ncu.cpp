@@ -67,7 +67,7 @@ TEST_CASE("what limits a kernel follows its busiest unit, else its stalls", "[nc
   CHECK(limiter(p).rfind("compute-bound", 0) == 0);
 }
 
-TEST_CASE("ncu's failures are named; output without a profile is refused", "[ncu]") {
+TEST_CASE("ncu's failures are named, output without a profile is refused", "[ncu]") {
   CHECK(ncu_failure("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission").find("permission") !=
         std::string::npos);
   CHECK(ncu_failure("==WARNING== No kernels were profiled.") == "ncu profiled no kernel");

@@ -33,7 +33,7 @@ TEST_CASE("a memcheck log gives its first report, without the host backtrace", "
   CHECK(r->find("cudaErrorLaunchFailure") == std::string::npos);  // the second report
 }
 
-TEST_CASE("a racecheck log gives the race; a clean log gives nothing; a cut-off log is an error", "[sanitizer]") {
+TEST_CASE("a racecheck log gives the race, a clean log gives nothing, a cut-off log is an error", "[sanitizer]") {
   auto r = first_sanitizer_report(sample("racecheck_race.log"));
   REQUIRE(r);
   CHECK(starts_with(*r, "Error: Race reported between Write access"));

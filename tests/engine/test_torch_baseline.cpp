@@ -34,7 +34,7 @@ TEST_CASE("torch_sdpa without python3: skipped, saying where it looked", "[engin
   CHECK(r.name == "cudnn");
 }
 
-TEST_CASE("torch_sdpa runs its embedded script; without torch or a GPU it is skipped with the reason",
+TEST_CASE("torch_sdpa runs its embedded script, without torch or a GPU it is skipped with the reason",
           "[engine][baselines]") {
   REQUIRE_FALSE(locate_python().empty());  // the build and CI run python3
   BaselineResult r = torch_sdpa_baseline(small_request(), 120);

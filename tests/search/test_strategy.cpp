@@ -270,7 +270,7 @@ TEST_CASE("every strategy proposes the default config first", "[search]") {
   }
 }
 
-TEST_CASE("evo tries the spec's valid start configs right after the default; the baselines ignore them", "[search]") {
+TEST_CASE("evo tries the spec's valid start configs right after the default, the baselines ignore them", "[search]") {
   // BLOCK=128 breaks "BLOCK <= N" on N=64; WARPS=8 needs BLOCK >= 128.
   const std::string starts = "\nstarts = [\"BLOCK=32,STAGES=4\", \"BLOCK=128\", \"BLOCK=16,WARPS=1\"]\n";
   KernelSpec spec = spec_from(spec_text(R"(["N"])", kSmallSpace + starts));
@@ -558,7 +558,7 @@ TEST_CASE("evo counts the children the constraints reject", "[search]") {
   CHECK(s->invalid_draws() >= 10);
 }
 
-TEST_CASE("evo ranks configs in flight by the results so far; the baselines have no preference", "[search]") {
+TEST_CASE("evo ranks configs in flight by the results so far, the baselines have no preference", "[search]") {
   KernelSpec spec = spec_from(spec_text(R"(["M"])", kGemmSpace));
   SearchSpace space(spec, {spec.parse_problem("M=4096", Dtype::fp16)}, DeviceTraits{});
   const Config best_place = Config::parse("BLOCK_M=64,BLOCK_N=32,BLOCK_K=64,WARPS=2,STAGES=4,UNROLL=4");

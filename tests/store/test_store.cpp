@@ -1234,7 +1234,7 @@ TEST_CASE("profiles of baselines: one per name and problem beside the trials' pr
                   sql::SqlError);
 }
 
-TEST_CASE("baselines: one per run, problem and name, replaced when measured again; skipped ones keep their reason",
+TEST_CASE("baselines: one per run, problem and name, replaced when measured again, skipped ones keep their reason",
           "[store]") {
   TempDir dir;
   Store s = Store::open(dir.file("b.db"));

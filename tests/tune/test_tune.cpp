@@ -33,7 +33,7 @@ TuneOptions replay_options(const evotune_test::TempDir& t) {
 
 }  // namespace
 
-TEST_CASE("a replay plan takes the dataset's kernel, problems and device; check shapes come after, untimed", "[tune]") {
+TEST_CASE("a replay plan takes the dataset's kernel, problems and device, check shapes come after, untimed", "[tune]") {
   evotune_test::TempDir t;
   TuneOptions o = replay_options(t);
   o.gpus = "3";
