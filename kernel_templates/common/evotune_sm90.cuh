@@ -51,6 +51,59 @@ __device__ __forceinline__ void fence_mbar_init() {
 
 // Orders this thread's generic-proxy shared-memory writes before later
 // async-proxy accesses (TMA, wgmma operand reads) that a barrier releases.
+// Global writes made visible to the async proxy (TMA loads of data this
+// kernel wrote, e.g. a packed operand).
+__device__ __forceinline__ void fence_proxy_async_global() {
+#if EVOTUNE_SM90
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A pass over global memory that every CTA of a launch takes part in before
+// its main work, whose results the launch then reads by TMA (gemm_sm90's
+// PACK=1, sdpa_fp8_sm90's V_PACK=1). Every thread of the CTA calls it. Warps
+// claim blocks 0 .. blocks-1 from sync[0], run block(b, lane) for each, and
+// count them done in sync[1]; a warp waits only once the claims have run past
+// the last block, i.e. once every block has been claimed by a warp that is
+// running, so the wait ends however many CTAs the GPU holds at once. Returns
+// once every block is done and visible to this CTA's TMA loads. The last CTA
+// past the wait (sync[2]) re-arms the three counters for the next launch.
+template <class Block>
+__device__ __forceinline__ void grid_prepass(unsigned* sync, long long blocks, Block&& block) {
+  const int lane = threadIdx.x & 31;
+  for (;;) {
+    unsigned claim = 0;
+    if (lane == 0) claim = atomicAdd(&sync[0], 1u);
+    const long long b = __shfl_sync(0xffffffffu, claim, 0);
+    if (b >= blocks) break;
+    block(b, lane);
+    __threadfence();
+    fence_proxy_async_global();
+    __syncwarp();
+    if (lane == 0) atomicAdd(&sync[1], 1u);
+  }
+  if (lane == 0)
+    while ((long long)ld_acquire_gpu(&sync[1]) < blocks) __nanosleep(64);
+  __syncwarp();
+  fence_proxy_async_global();  // the pass's data, visible to the TMA engine's reads
+  __syncthreads();
+  if (threadIdx.x < 32) {  // warp 0, whole (a one-thread branch here costs the consumers registers)
+    unsigned past = 0;
+    if (lane == 0) {
+      __threadfence();
+      past = atomicAdd(&sync[2], 1u) + 1u;
+    }
+    past = __shfl_sync(0xffffffffu, past, 0);
+    if (past == gridDim.x * gridDim.y * gridDim.z && lane < 3) sync[lane] = 0u;  // every CTA is past its wait: re-arm
+  }
+}
+
 __device__ __forceinline__ void fence_proxy_async() {
 #if EVOTUNE_SM90
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

@@ -618,13 +618,9 @@ __device__ __forceinline__ void fill_mn_major_any(unsigned dst, const evotune_el
 // rows are padded to a multiple of 8 elements (a_packed, b_packed); the tensor
 // maps over those buffers keep the true column count, so the padding is never
 // read, and the main loop runs on TMA loads as for an aligned problem. The
-// copy is cut into blocks of kPackVecs 8-element vectors within one row, which
-// warps claim from a counter (pack_sync[0]) and count as done in
-// pack_sync[1]; every CTA then waits until all blocks are done. A warp waits
-// only once the counter has run past the last block, i.e. once every block
-// has been claimed by a warp that is running, so the wait ends however many
-// CTAs the GPU holds at once. The last CTA past the wait (pack_sync[2]) re-arms
-// the three counters for the next launch.
+// copy is cut into blocks of kPackVecs 8-element vectors within one row,
+// which the launch's warps claim and run before anything else
+// (evotune_sm90::grid_prepass).
 constexpr int kPackVecs = 256;  // vectors per claimed block: 4 KB, 8 per lane
 
 struct PackMatrix {
@@ -673,49 +669,15 @@ __device__ __forceinline__ void pack_block(const PackMatrix& m, long long b, int
   }
 }
 
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
-
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // Every thread of the CTA takes part; returns once both packed buffers are
 // complete and visible to this CTA's TMA loads.
 __device__ __forceinline__ void pack_operands(const PackMatrix& a, const PackMatrix& b, unsigned* sync) {
-  const int lane = threadIdx.x & 31;
-  const long long total = a.blocks + b.blocks;
-  for (;;) {
-    unsigned claim = 0;
-    if (lane == 0) claim = atomicAdd(&sync[0], 1u);
-    const long long blk = __shfl_sync(0xffffffffu, claim, 0);
-    if (blk >= total) break;
+  evotune_sm90::grid_prepass(sync, a.blocks + b.blocks, [&](long long blk, int lane) {
     if (blk < a.blocks)
       pack_block(a, blk, lane);
     else
       pack_block(b, blk - a.blocks, lane);
-    __threadfence();
-    fence_proxy_async_global();
-    __syncwarp();
-    if (lane == 0) atomicAdd(&sync[1], 1u);
-  }
-  if (lane == 0)
-    while ((long long)ld_acquire_gpu(&sync[1]) < total) __nanosleep(64);
-  __syncwarp();
-  fence_proxy_async_global();  // the packed data, visible to the TMA engine's reads
-  __syncthreads();
-  if (threadIdx.x < 32) {  // warp 0, whole (a one-thread branch here costs the consumers registers)
-    unsigned past = 0;
-    if (lane == 0) {
-      __threadfence();
-      past = atomicAdd(&sync[2], 1u) + 1u;
-    }
-    past = __shfl_sync(0xffffffffu, past, 0);
-    if (past == gridDim.x * gridDim.y * gridDim.z && lane < 3) sync[lane] = 0u;  // every CTA is past its wait: re-arm
-  }
+  });
 }
 
 // ------------------------------------------------------------ realigning B (PACK=2)

@@ -86,6 +86,10 @@
 //  * The descales fold into the softmax scale (q, k) and O's normalisation (v).
 //  FP8 needs the producer warpgroup (PRODUCER=1): with two or three consumer
 //  warpgroups it keeps 56 registers (the consumers 224 or 152).
+//  V_PACK=1 (V as it is stored, a tunable): the launch first writes Vᵀ into a
+//  scratch buffer, every thread of every CTA taking part (pack_vt below), in
+//  the transposer's key order; the producer then loads it by TMA as it loads
+//  a stored Vᵀ, and there is no transposer.
 //  V_TRANSPOSED=1 (V stored as Vᵀ, [B, HKV, D, SKV], SKV a multiple of 16):
 //  Vᵀ tiles land by TMA as they are (128-key panels in the 128-byte swizzle,
 //  or, for 64- and 192-key tiles, 64-key panels in the 64-byte one), and
@@ -99,7 +103,7 @@
 // Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
 // PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
 // PERSISTENT, L2_HEADS, UNIT_OVERLAP, CTAS_PER_SM, O_TMA. Problem: HEAD_DIM (64,
-// 128, 256), IS_CAUSAL; FP8: SDPA_FP8, FP8_DESCALE_PER_HEAD, V_TRANSPOSED.
+// 128, 256), IS_CAUSAL; FP8: SDPA_FP8, FP8_DESCALE_PER_HEAD, V_TRANSPOSED, and the tunable V_PACK.
 
 #include "evotune_ptx.cuh"
 #include "evotune_sm90.cuh"
@@ -113,6 +117,12 @@
 #ifndef V_TRANSPOSED
 #define V_TRANSPOSED 0
 #endif
+#ifndef V_PACK
+#define V_PACK 0
+#endif
+// FP8: Vᵀ reaches the stages by TMA, stored so (V_TRANSPOSED) or packed so
+// at the start of the launch (V_PACK); otherwise the producer transposes V.
+#define SDPA_VT_TMA (V_TRANSPOSED || V_PACK)
 #if SDPA_FP8
 #include "evotune_sm90_fp8.cuh"
 #endif
@@ -178,7 +188,8 @@ namespace sdpa_sm90 {
 #endif
 
 constexpr bool kFP8 = SDPA_FP8 == 1;
-constexpr bool kVT = kFP8 && V_TRANSPOSED == 1;  // FP8 with V stored transposed: no transposer
+constexpr bool kVT = kFP8 && V_TRANSPOSED == 1;  // FP8 with V stored transposed: K's rows permuted
+constexpr bool kVTma = kFP8 && SDPA_VT_TMA;      // FP8, Vᵀ by TMA: no transposer
 constexpr int kD = HEAD_DIM;
 constexpr int kBN = BLOCK_N;
 constexpr int kCWG = CONSUMER_WG;
@@ -192,11 +203,11 @@ constexpr int kKVBytes = kBN * kRowBytes;           // one K (or V as it lands) 
 // FP8: keys per panel of the Vᵀ the consumers read, the row of its swizzle:
 // 128 (the 128-byte swizzle), or 64 (64-byte) where V is stored transposed
 // and 128 does not divide the tile (the transposer fills 128-key panels).
-constexpr int kVPanel = kVT && kBN % 128 != 0 ? 64 : 128;
+constexpr int kVPanel = kVTma && kBN % 128 != 0 ? 64 : 128;
 // The V the consumers read: the tile itself, or (FP8) Vᵀ in kVPanel-key panels.
 constexpr int kVBytes = kFP8 ? (kBN + kVPanel - 1) / kVPanel * kD * kVPanel : kKVBytes;
 constexpr int kStageBytes = kKVBytes + kVBytes;     // K then V
-constexpr int kVRaw = kFP8 && !kVT ? 2 : 0;        // FP8: buffers V lands in before the transpose
+constexpr int kVRaw = kFP8 && !kVTma ? 2 : 0;       // FP8: buffers V lands in before the transpose
 constexpr int kRawOffset = kQBytes + STAGES * kStageBytes;
 // O_TMA: each consumer warpgroup's 64 rows of O staged for a TMA store, as
 // 64-column panels of 128-byte rows in the 128-byte swizzle.
@@ -217,7 +228,7 @@ constexpr bool kPingPong = PINGPONG == 1;
 // two take 240 (24 left to the producer) or 232 (40); three take 160 (32).
 // FP8's producer transposes V: it keeps 56 (the consumers 224 or 152).
 constexpr bool kSetMaxNReg = PRODUCER == 1 && kCWG >= 2;
-constexpr bool kTransposing = kFP8 && !kVT;
+constexpr bool kTransposing = kFP8 && !kVTma;
 [[maybe_unused]] constexpr int kRegProducer = kTransposing ? 56 : (kCWG == 3 ? 32 : (REG_SPLIT ? 24 : 40));
 [[maybe_unused]] constexpr int kRegConsumer =
     kTransposing ? (kCWG == 3 ? 152 : 224) : (kCWG == 3 ? 160 : (REG_SPLIT ? 240 : 232));
@@ -239,7 +250,7 @@ static_assert(STAGES >= 2 && STAGES <= 4, "2..4 stages");
 static_assert(CTAS_PER_SM == 1 || (CTAS_PER_SM == 2 && PRODUCER == 0), "two CTAs per SM: one-warp producers");
 static_assert(!UNIT_OVERLAP || (OVERLAP == 1 && PERSISTENT > 0), "unit overlap: overlapped persistent CTAs");
 static_assert(kSmemBytes <= 232448, "over 227 KB of shared memory");
-static_assert(!kVT || kBN % 64 == 0, "Vᵀ stored: tiles of whole 64- or 128-key boxes");
+static_assert(!kVTma || kBN % 64 == 0, "Vᵀ by TMA: tiles of whole 64- or 128-key boxes");
 static_assert(kOOffset % 1024 == 0, "O's staging on a swizzle atom boundary");
 static_assert(!kFP8 || kBN * kD / 64 % 32 == 0, "the transposer's (16-key group, 4-byte word) pairs fill whole warps");
 
@@ -352,7 +363,7 @@ struct Smem {
   unsigned q_full, q_empty;            // mbarriers
   unsigned k_full, v_full;             // + 8 * stage: the tile landed (FP8's Vᵀ: written)
   unsigned k_empty, v_empty;           // + 8 * stage: every consumer warp is done with it
-#if SDPA_FP8 && !V_TRANSPOSED
+#if SDPA_FP8 && !SDPA_VT_TMA
   unsigned raw, raw_full, raw_empty;   // V as it lands, + 8 * buffer: landed / transposed
   __device__ __forceinline__ unsigned raw_tile(int b) const { return raw + b * kKVBytes; }
 #endif
@@ -398,7 +409,7 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
                                          const void* tm_v, unsigned* counters) {
   using namespace evotune_sm90;
   Ring ring;
-#if SDPA_FP8 && !V_TRANSPOSED
+#if SDPA_FP8 && !SDPA_VT_TMA
   RingOf<kVRaw> raw;
 #endif
   unsigned q_phase = 0;
@@ -434,8 +445,8 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
                     sm.k_full + 8 * ring.stage);
 #endif
       }
-#if SDPA_FP8 && V_TRANSPOSED
-      // Vᵀ as it is: per panel, kD rows of kVPanel keys in that many bytes' swizzle.
+#if SDPA_FP8 && SDPA_VT_TMA
+      // Vᵀ as it is (or as V_PACK packed it): per panel, kD rows of kVPanel keys in that many bytes' swizzle.
       mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
       mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kBN * kD);
 #pragma unroll
@@ -467,7 +478,7 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
 
 // ------------------------------------------------------------ FP8: V transposed
 
-#if SDPA_FP8 && !V_TRANSPOSED
+#if SDPA_FP8 && !SDPA_VT_TMA
 
 // One tile of V (kBN keys x kD bytes, unswizzled, at raw) written as Vᵀ at vt:
 // row n (a column of V) holds the tile's keys in 128-key panels (kD rows of
@@ -551,7 +562,74 @@ __device__ __forceinline__ void transposer(const Problem& p, const Smem& sm, uns
   }
 }
 
-#endif  // SDPA_FP8 && !V_TRANSPOSED
+#endif  // SDPA_FP8 && !SDPA_VT_TMA
+
+// ------------------------------------------------------------ FP8: V packed as Vᵀ (V_PACK)
+
+#if SDPA_FP8 && V_PACK
+
+// V_PACK=1: before anything else every thread of the launch helps write Vᵀ
+// into the scratch buffer vp, [B*HKV, D, skv16] (skv16: SKV rounded up to
+// 16), keeping the transposer's key order (slot 4t+i of each 16-key group
+// holds key {2t, 2t+1, 8+2t, 9+2t}[i], keys past SKV zero), so that the
+// producer loads it by TMA as a stored Vᵀ, K as it is, P packed as without
+// V_PACK. A lane takes a (16-key group, 4-byte word of V's rows) pair at a
+// time: 16 word loads (the lanes of a warp read consecutive words of a row),
+// a 4x4 byte transpose per 4 keys, and four 16-byte stores, one per row of
+// Vᵀ. Warps claim blocks of kVPackPairs pairs (evotune_sm90::grid_prepass,
+// as gemm_sm90's PACK=1 does).
+constexpr int kVPackIters = 4;                // pairs per lane per claimed block
+constexpr int kVPackPairs = 32 * kVPackIters;
+
+__device__ __forceinline__ void pack_vt_pair(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
+                                             long long pi, int skv, int skv16) {
+  constexpr int kWords = kD / 4;
+  const int wd = (int)(pi % kWords);
+  const long long rest = pi / kWords;
+  const int groups = skv16 / 16;
+  const int g = (int)(rest % groups);
+  const long long bh = rest / groups;
+  const unsigned char* src = V + (bh * skv + 16 * g) * kD + 4 * wd;
+  unsigned v[16];
+#pragma unroll
+  for (int k = 0; k < 16; ++k)
+    v[k] = 16 * g + k < skv ? __ldg(reinterpret_cast<const unsigned*>(src + k * kD)) : 0u;
+  unsigned out[4][4];  // [t][j]: slot t of row 4wd + j
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const unsigned a = v[2 * t], b = v[2 * t + 1], c = v[8 + 2 * t], d = v[9 + 2 * t];
+    const unsigned lo_ab = __byte_perm(a, b, 0x5140), hi_ab = __byte_perm(a, b, 0x7362);
+    const unsigned lo_cd = __byte_perm(c, d, 0x5140), hi_cd = __byte_perm(c, d, 0x7362);
+    out[t][0] = __byte_perm(lo_ab, lo_cd, 0x5410);
+    out[t][1] = __byte_perm(lo_ab, lo_cd, 0x7632);
+    out[t][2] = __byte_perm(hi_ab, hi_cd, 0x5410);
+    out[t][3] = __byte_perm(hi_ab, hi_cd, 0x7632);
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    unsigned char* dst = vp + (bh * kD + 4 * wd + j) * skv16 + 16 * g;
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "r"(out[0][j]), "r"(out[1][j]),
+                 "r"(out[2][j]), "r"(out[3][j])
+                 : "memory");
+  }
+}
+
+// Every thread of the CTA takes part; returns once vp is complete and
+// visible to this CTA's TMA loads.
+__device__ __forceinline__ void pack_vt(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
+                                        int bh_count, int skv, unsigned* sync) {
+  const int skv16 = (skv + 15) / 16 * 16;
+  const long long pairs = (long long)bh_count * (skv16 / 16) * (kD / 4);
+  evotune_sm90::grid_prepass(sync, (pairs + kVPackPairs - 1) / kVPackPairs, [&](long long blk, int lane) {
+#pragma unroll 1
+    for (int i = 0; i < kVPackIters; ++i) {
+      const long long pi = blk * kVPackPairs + i * 32 + lane;
+      if (pi < pairs) pack_vt_pair(V, vp, pi, skv, skv16);
+    }
+  });
+}
+
+#endif  // SDPA_FP8 && V_PACK
 
 // ------------------------------------------------------------ consumer math
 
@@ -1203,8 +1281,12 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
                   evotune_elem_t* __restrict__ O, float* __restrict__ workspace, unsigned* __restrict__ counters,
                   int B, int H, int HKV, int SQ, int SKV, int group, float scale, float q_descale, float k_descale,
                   float v_descale, const float* __restrict__ q_descales, const float* __restrict__ k_descales,
-                  const float* __restrict__ v_descales) {
+                  const float* __restrict__ v_descales, const __grid_constant__ EvotuneTmap tm_vp,
+                  unsigned char* __restrict__ v_packed, unsigned* __restrict__ pack_sync) {
   (void)group;
+  (void)tm_vp;
+  (void)v_packed;
+  (void)pack_sync;
 #else
 extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     sdpa_fwd_sm90(const __grid_constant__ EvotuneTmap tm_q, const __grid_constant__ EvotuneTmap tm_k,
@@ -1234,7 +1316,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   sm.v_full = sm.k_full + 8 * STAGES;
   sm.k_empty = sm.v_full + 8 * STAGES;
   sm.v_empty = sm.k_empty + 8 * STAGES;
-#if SDPA_FP8 && !V_TRANSPOSED
+#if SDPA_FP8 && !SDPA_VT_TMA
   sm.raw = base + kRawOffset;
   sm.raw_full = sm.v_empty + 8 * STAGES;
   sm.raw_empty = sm.raw_full + 8 * kVRaw;
@@ -1247,6 +1329,9 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     tma_prefetch_desc(&tm_q);
     tma_prefetch_desc(&tm_k);
     tma_prefetch_desc(&tm_v);
+#if SDPA_FP8 && V_PACK
+    tma_prefetch_desc(&tm_vp);
+#endif
     if (O_TMA) tma_prefetch_desc(&tm_o);
     // The spec's smem expression must match this layout: fail loudly, never
     // write past the allocation.
@@ -1261,7 +1346,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
       mbar_init(sm.k_empty + 8 * st, kWarpArrivals);
       mbar_init(sm.v_empty + 8 * st, kWarpArrivals);
     }
-#if SDPA_FP8 && !V_TRANSPOSED
+#if SDPA_FP8 && !SDPA_VT_TMA
     for (int b = 0; b < kVRaw; ++b) {
       mbar_init(sm.raw_full + 8 * b, 1);
       mbar_init(sm.raw_empty + 8 * b, kTransposers);
@@ -1271,13 +1356,19 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   }
   __syncthreads();
 
+#if SDPA_FP8 && V_PACK
+  pack_vt(V, v_packed, B * HKV, SKV, pack_sync);
+  const EvotuneTmap* tm_vload = &tm_vp;
+#else
+  const EvotuneTmap* tm_vload = &tm_v;
+#endif
   const Problem p = make_problem(B, H, HKV, SQ, SKV);
   // Warp-uniform as far as the compiler can tell (a broadcast).
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x >> 7, 0);
   if (wg == kCWG) {
     if constexpr (kSetMaxNReg) setmaxnreg_dec<kRegProducer>();
-    if (threadIdx.x == kConsumerThreads) producer(p, sm, &tm_q, &tm_k, &tm_v, counters);
-#if SDPA_FP8 && !V_TRANSPOSED
+    if (threadIdx.x == kConsumerThreads) producer(p, sm, &tm_q, &tm_k, tm_vload, counters);
+#if SDPA_FP8 && !SDPA_VT_TMA
     const int pw = ((int)threadIdx.x - kConsumerThreads) >> 5;
     if (pw > 0) transposer(p, sm, counters, pw - 1, (int)threadIdx.x & 31);
 #endif
