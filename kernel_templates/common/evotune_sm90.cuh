@@ -69,7 +69,7 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
 // its main work, whose results the launch then reads by TMA (gemm_sm90's
 // PACK=1, sdpa_fp8_sm90's V_PACK=1). Every thread of the CTA calls it. Warps
 // claim blocks 0 .. blocks-1 from sync[0], run block(b, lane) for each, and
-// count them done in sync[1]; a warp waits only once the claims have run past
+// count them done in sync[1] once they claim no more; a warp waits only once the claims have run past
 // the last block, i.e. once every block has been claimed by a warp that is
 // running, so the wait ends however many CTAs the GPU holds at once. Returns
 // once every block is done and visible to this CTA's TMA loads. The last CTA
@@ -77,16 +77,20 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
 template <class Block>
 __device__ __forceinline__ void grid_prepass(unsigned* sync, long long blocks, Block&& block) {
   const int lane = threadIdx.x & 31;
+  unsigned done = 0;  // blocks this warp ran, counted in once at the end (one fence)
   for (;;) {
     unsigned claim = 0;
     if (lane == 0) claim = atomicAdd(&sync[0], 1u);
     const long long b = __shfl_sync(0xffffffffu, claim, 0);
     if (b >= blocks) break;
     block(b, lane);
+    ++done;
+  }
+  if (done > 0) {
     __threadfence();
     fence_proxy_async_global();
     __syncwarp();
-    if (lane == 0) atomicAdd(&sync[1], 1u);
+    if (lane == 0) atomicAdd(&sync[1], done);
   }
   if (lane == 0)
     while ((long long)ld_acquire_gpu(&sync[1]) < blocks) __nanosleep(64);

@@ -569,62 +569,71 @@ __device__ __forceinline__ void transposer(const Problem& p, const Smem& sm, uns
 #if SDPA_FP8 && V_PACK
 
 // V_PACK=1: before anything else every thread of the launch helps write Vᵀ
-// into the scratch buffer vp, [B*HKV, D, skv16] (skv16: SKV rounded up to
-// 16), keeping the transposer's key order (slot 4t+i of each 16-key group
+// into the scratch buffer vp, [B*HKV, D, skv32] (skv32: SKV rounded up to
+// 32), keeping the transposer's key order (slot 4t+i of each 16-key group
 // holds key {2t, 2t+1, 8+2t, 9+2t}[i], keys past SKV zero), so that the
 // producer loads it by TMA as a stored Vᵀ, K as it is, P packed as without
-// V_PACK. A lane takes a (16-key group, 4-byte word of V's rows) pair at a
-// time: 16 word loads (the lanes of a warp read consecutive words of a row),
-// a 4x4 byte transpose per 4 keys, and four 16-byte stores, one per row of
-// Vᵀ. Warps claim blocks of kVPackPairs pairs (evotune_sm90::grid_prepass,
-// as gemm_sm90's PACK=1 does).
-constexpr int kVPackIters = 4;                // pairs per lane per claimed block
+// V_PACK. A lane takes a (32-key span, 4-byte word of V's rows) pair at a
+// time: 32 word loads (the lanes of a warp read consecutive words of a row),
+// a 4x4 byte transpose per 4 keys, and four 32-byte stores (whole sectors),
+// one per row of Vᵀ; the rows are padded to skv32 keys. Warps claim blocks
+// of kVPackPairs pairs (evotune_sm90::grid_prepass, as gemm_sm90's PACK=1
+// does), the loads of a block's pairs all in flight before its first store.
+constexpr int kVPackIters = 2;                // pairs per lane per claimed block
 constexpr int kVPackPairs = 32 * kVPackIters;
 
-__device__ __forceinline__ void pack_vt_pair(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
-                                             long long pi, int skv, int skv16) {
-  constexpr int kWords = kD / 4;
-  const int wd = (int)(pi % kWords);
-  const long long rest = pi / kWords;
-  const int groups = skv16 / 16;
-  const int g = (int)(rest % groups);
-  const long long bh = rest / groups;
-  const unsigned char* src = V + (bh * skv + 16 * g) * kD + 4 * wd;
-  unsigned v[16];
-#pragma unroll
-  for (int k = 0; k < 16; ++k)
-    v[k] = 16 * g + k < skv ? __ldg(reinterpret_cast<const unsigned*>(src + k * kD)) : 0u;
-  unsigned out[4][4];  // [t][j]: slot t of row 4wd + j
+// The 16 keys of group g (of a span) at word wd: 4 output words per row 4wd + j.
+__device__ __forceinline__ void vt_group(const unsigned* v, uint4 (&out)[4]) {
+  unsigned o[4][4];  // [t][j]: slot t of row 4wd + j
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
     const unsigned a = v[2 * t], b = v[2 * t + 1], c = v[8 + 2 * t], d = v[9 + 2 * t];
     const unsigned lo_ab = __byte_perm(a, b, 0x5140), hi_ab = __byte_perm(a, b, 0x7362);
     const unsigned lo_cd = __byte_perm(c, d, 0x5140), hi_cd = __byte_perm(c, d, 0x7362);
-    out[t][0] = __byte_perm(lo_ab, lo_cd, 0x5410);
-    out[t][1] = __byte_perm(lo_ab, lo_cd, 0x7632);
-    out[t][2] = __byte_perm(hi_ab, hi_cd, 0x5410);
-    out[t][3] = __byte_perm(hi_ab, hi_cd, 0x7632);
+    o[t][0] = __byte_perm(lo_ab, lo_cd, 0x5410);
+    o[t][1] = __byte_perm(lo_ab, lo_cd, 0x7632);
+    o[t][2] = __byte_perm(hi_ab, hi_cd, 0x5410);
+    o[t][3] = __byte_perm(hi_ab, hi_cd, 0x7632);
   }
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    unsigned char* dst = vp + (bh * kD + 4 * wd + j) * skv16 + 16 * g;
-    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "r"(out[0][j]), "r"(out[1][j]),
-                 "r"(out[2][j]), "r"(out[3][j])
-                 : "memory");
-  }
+  for (int j = 0; j < 4; ++j) out[j] = make_uint4(o[0][j], o[1][j], o[2][j], o[3][j]);
 }
 
 // Every thread of the CTA takes part; returns once vp is complete and
 // visible to this CTA's TMA loads.
 __device__ __forceinline__ void pack_vt(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
                                         int bh_count, int skv, unsigned* sync) {
-  const int skv16 = (skv + 15) / 16 * 16;
-  const long long pairs = (long long)bh_count * (skv16 / 16) * (kD / 4);
+  constexpr int kWords = kD / 4;
+  const int skv32 = (skv + 31) / 32 * 32;
+  const int spans = skv32 / 32;
+  const long long pairs = (long long)bh_count * spans * kWords;
   evotune_sm90::grid_prepass(sync, (pairs + kVPackPairs - 1) / kVPackPairs, [&](long long blk, int lane) {
-#pragma unroll 1
+    unsigned v[kVPackIters][32];
+    long long bh[kVPackIters];
+    int sp[kVPackIters], wd[kVPackIters];
+#pragma unroll
     for (int i = 0; i < kVPackIters; ++i) {
       const long long pi = blk * kVPackPairs + i * 32 + lane;
-      if (pi < pairs) pack_vt_pair(V, vp, pi, skv, skv16);
+      wd[i] = (int)(pi % kWords);
+      sp[i] = (int)(pi / kWords % spans);
+      bh[i] = pi / kWords / spans;
+      const unsigned char* src = V + (bh[i] * skv + 32 * sp[i]) * kD + 4 * wd[i];
+#pragma unroll
+      for (int k = 0; k < 32; ++k)
+        v[i][k] = pi < pairs && 32 * sp[i] + k < skv ? __ldg(reinterpret_cast<const unsigned*>(src + k * kD)) : 0u;
+    }
+#pragma unroll
+    for (int i = 0; i < kVPackIters; ++i) {
+      if (blk * kVPackPairs + i * 32 + lane >= pairs) continue;
+      uint4 lo[4], hi[4];
+      vt_group(v[i], lo);
+      vt_group(v[i] + 16, hi);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        uint4* dst = reinterpret_cast<uint4*>(vp + (bh[i] * kD + 4 * wd[i] + j) * skv32 + 32 * sp[i]);
+        dst[0] = lo[j];
+        dst[1] = hi[j];
+      }
     }
   });
 }
