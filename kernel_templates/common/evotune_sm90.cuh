@@ -69,9 +69,10 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
 // its main work, whose results the launch then reads by TMA (gemm_sm90's
 // PACK=1, sdpa_fp8_sm90's V_PACK=1). Every thread of the CTA calls it. Warps
 // claim blocks 0 .. blocks-1 from sync[0], run block(b, lane) for each, and
-// count them done in sync[1] once they claim no more; a warp waits only once the claims have run past
-// the last block, i.e. once every block has been claimed by a warp that is
-// running, so the wait ends however many CTAs the GPU holds at once. Returns
+// count them done in sync[1] once they claim no more (one fence per warp); a
+// warp waits only once the claims have run past the last block, i.e. once
+// every block has been claimed by a warp that is running, so the wait ends
+// however many CTAs the GPU holds at once. Returns
 // once every block is done and visible to this CTA's TMA loads. The last CTA
 // past the wait (sync[2]) re-arms the three counters for the next launch.
 template <class Block>

@@ -599,42 +599,55 @@ __device__ __forceinline__ void vt_group(const unsigned* v, uint4 (&out)[4]) {
   for (int j = 0; j < 4; ++j) out[j] = make_uint4(o[0][j], o[1][j], o[2][j], o[3][j]);
 }
 
+// Blocks per key/value head: a head's pairs are (32-key span, word) pairs,
+// kVPackPairs to a block; a block never spans two heads.
+__device__ __forceinline__ unsigned vpack_blocks_per_head(int skv) {
+  const long long per_head = (long long)((skv + 31) / 32) * (kD / 4);
+  return (unsigned)((per_head + kVPackPairs - 1) / kVPackPairs);
+}
+
+// Block blk of head bh (its pairs blk * kVPackPairs on): every lane of the
+// warp takes part; the loads of all the block's pairs are in flight before
+// its first store.
+__device__ __forceinline__ void pack_vt_block(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
+                                              long long bh, long long blk, int skv, int lane) {
+  constexpr int kWords = kD / 4;
+  const int skv32 = (skv + 31) / 32 * 32;
+  const long long per_head = (long long)(skv32 / 32) * kWords;
+  unsigned v[kVPackIters][32];
+  long long pi[kVPackIters];
+#pragma unroll
+  for (int i = 0; i < kVPackIters; ++i) {
+    pi[i] = blk * kVPackPairs + i * 32 + lane;
+    const int wd = (int)(pi[i] % kWords), sp = (int)(pi[i] / kWords);
+    const unsigned char* src = V + (bh * skv + 32 * sp) * kD + 4 * wd;
+#pragma unroll
+    for (int k = 0; k < 32; ++k)
+      v[i][k] = pi[i] < per_head && 32 * sp + k < skv ? __ldg(reinterpret_cast<const unsigned*>(src + k * kD)) : 0u;
+  }
+#pragma unroll
+  for (int i = 0; i < kVPackIters; ++i) {
+    if (pi[i] >= per_head) continue;
+    const int wd = (int)(pi[i] % kWords), sp = (int)(pi[i] / kWords);
+    uint4 lo[4], hi[4];
+    vt_group(v[i], lo);
+    vt_group(v[i] + 16, hi);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint4* dst = reinterpret_cast<uint4*>(vp + (bh * kD + 4 * wd + j) * skv32 + 32 * sp);
+      dst[0] = lo[j];
+      dst[1] = hi[j];
+    }
+  }
+}
+
 // Every thread of the CTA takes part; returns once vp is complete and
 // visible to this CTA's TMA loads.
 __device__ __forceinline__ void pack_vt(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
                                         int bh_count, int skv, unsigned* sync) {
-  constexpr int kWords = kD / 4;
-  const int skv32 = (skv + 31) / 32 * 32;
-  const int spans = skv32 / 32;
-  const long long pairs = (long long)bh_count * spans * kWords;
-  evotune_sm90::grid_prepass(sync, (pairs + kVPackPairs - 1) / kVPackPairs, [&](long long blk, int lane) {
-    unsigned v[kVPackIters][32];
-    long long bh[kVPackIters];
-    int sp[kVPackIters], wd[kVPackIters];
-#pragma unroll
-    for (int i = 0; i < kVPackIters; ++i) {
-      const long long pi = blk * kVPackPairs + i * 32 + lane;
-      wd[i] = (int)(pi % kWords);
-      sp[i] = (int)(pi / kWords % spans);
-      bh[i] = pi / kWords / spans;
-      const unsigned char* src = V + (bh[i] * skv + 32 * sp[i]) * kD + 4 * wd[i];
-#pragma unroll
-      for (int k = 0; k < 32; ++k)
-        v[i][k] = pi < pairs && 32 * sp[i] + k < skv ? __ldg(reinterpret_cast<const unsigned*>(src + k * kD)) : 0u;
-    }
-#pragma unroll
-    for (int i = 0; i < kVPackIters; ++i) {
-      if (blk * kVPackPairs + i * 32 + lane >= pairs) continue;
-      uint4 lo[4], hi[4];
-      vt_group(v[i], lo);
-      vt_group(v[i] + 16, hi);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        uint4* dst = reinterpret_cast<uint4*>(vp + (bh[i] * kD + 4 * wd[i] + j) * skv32 + 32 * sp[i]);
-        dst[0] = lo[j];
-        dst[1] = hi[j];
-      }
-    }
+  const unsigned bph = vpack_blocks_per_head(skv);
+  evotune_sm90::grid_prepass(sync, (long long)bh_count * bph, [&](long long blk, int lane) {
+    pack_vt_block(V, vp, blk / bph, blk % bph, skv, lane);
   });
 }
 
