@@ -377,6 +377,8 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"V_PACK", 1}},
                                                 {{"V_PACK", 1}, {"PERSISTENT", 2}},
                                                 {{"V_PACK", 1}, {"CONSUMER_WG", 1}},
+                                                {{"V_PACK", 1}, {"BLOCK_N", 192}},  // 64-key Vᵀ panels
+                                                {{"V_PACK", 1}, {"BLOCK_N", 64}, {"STAGES", 4}},
                                                 {{"O_TMA", 1}, {"UNIT_OVERLAP", 1}, {"PERSISTENT", 2}},
                                                 {{"O_TMA", 1}, {"SPLIT_KV", 2}},
                                                 {{"O_TMA", 1}, {"PACK_GQA", 1}},
