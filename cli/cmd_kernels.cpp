@@ -161,6 +161,7 @@ void describe_gates(const KernelSpec& s, std::ostream& out) {
                         {"max_smem", &s.gates.max_smem},
                         {"max_spill_bytes", &s.gates.max_spill_bytes},
                         {"max_stack", &s.gates.max_stack}});
+  if (!s.gates.allow_serialized_wgmma) out << " allow_serialized_wgmma=false";
   out << "\n";
 }
 

@@ -81,8 +81,9 @@ void ConsoleProgress::trial(const TunePlan& plan, const Trial& t, int spent, con
   std::string detail;
   if (t.ok()) {
     if (plan.backend == Backend::compile_only)
-      detail = strfmt("regs %3d  smem %7s  spills %d", t.res.registers, fmt_kib(t.res.smem_total()).c_str(),
-                      t.res.spill_bytes());
+      detail = strfmt("regs %3d  smem %7s  spills %d%s", t.res.registers, fmt_kib(t.res.smem_total()).c_str(),
+                      t.res.spill_bytes(),
+                      t.res.wgmma_serialized ? strfmt("  wgmma serialised (C%d)", t.res.wgmma_serialized).c_str() : "");
     else
       detail =
           strfmt("p50 %9s µs   best %9s µs", fmt_us(t.fitness).c_str(), best ? fmt_us(best->fitness).c_str() : "-");

@@ -586,6 +586,21 @@ Tolerances KernelSpec::tolerances(const Problem& p) const {
   return t;
 }
 
+namespace {
+
+// Why ptxas serialised a kernel's wgmma, by its advisory number (as ptxas
+// 13.0 words them); "" for one not listed here.
+const char* wgmma_serialization_cause(int code) {
+  switch (code) {
+    case 7511: return ": insufficient register resources for the wgmma pipeline";
+    case 7512: return ": insufficient register resources for the function";
+    case 7515: return ": non-wgmma instructions define accumulator registers while a wgmma is in flight";
+    default: return "";
+  }
+}
+
+}  // namespace
+
 std::optional<std::string> KernelSpec::gate_reason(const Resources& r, const Config& c, const Problem& p,
                                                    const DeviceTraits& dev) const {
   Scope scope(*this, &p, &c, dev);
@@ -601,6 +616,9 @@ std::optional<std::string> KernelSpec::gate_reason(const Resources& r, const Con
     return strfmt("%d bytes spilled > gate %lld", r.spill_bytes(), static_cast<long long>(*m));
   if (auto m = limit(gates.max_stack, "max_stack"); m && r.stack_frame > *m)
     return strfmt("%d bytes stack frame > gate %lld", r.stack_frame, static_cast<long long>(*m));
+  if (!gates.allow_serialized_wgmma && r.wgmma_serialized)
+    return strfmt("ptxas serialised the wgmma instructions (C%d%s) > gate allow_serialized_wgmma = false",
+                  r.wgmma_serialized, wgmma_serialization_cause(r.wgmma_serialized));
   return std::nullopt;
 }
 
@@ -1154,8 +1172,10 @@ void read_tolerances(const TomlReader& r, const toml::table& root, KernelSpec& s
 
 void read_gates(const TomlReader& r, const toml::table& root, KernelSpec& s) {
   if (const toml::table* g = r.table(root, "gates", false, "top level")) {
-    r.only_keys(*g, "[gates]", {"max_registers", "max_smem", "max_spill_bytes", "max_stack", "sanitize"});
+    r.only_keys(*g, "[gates]",
+                {"max_registers", "max_smem", "max_spill_bytes", "max_stack", "allow_serialized_wgmma", "sanitize"});
     for (const GateField& f : kGateFields) s.gates.*f.expr = r.expr(*g, f.name, "[gates]", false);
+    s.gates.allow_serialized_wgmma = r.boolean(*g, "allow_serialized_wgmma", "[gates]", true);
     if (g->contains("sanitize")) {
       s.gates.sanitize = r.strings(*g, "sanitize", "[gates]");
       for (const auto& tool : s.gates.sanitize)

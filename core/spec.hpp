@@ -85,6 +85,8 @@ struct ToleranceSpec {
 
 struct GateSpec {
   Expr max_registers, max_smem, max_spill_bytes, max_stack;
+  // false: a kernel whose wgmma ptxas serialised is rejected (Resources::wgmma_serialized).
+  bool allow_serialized_wgmma = true;
   // compute-sanitizer tools the winners must pass (those that work on the
   // kernel: racecheck does not model every asynchronous copy).
   std::vector<std::string> sanitize = {"memcheck"};

@@ -142,7 +142,8 @@ void from_json(const nlohmann::json& j, Problem& p) {
 
 void to_json(nlohmann::json& j, const Resources& r) {
   j = {{"registers", r.registers},       {"smem_static", r.smem_static}, {"smem_dynamic", r.smem_dynamic},
-       {"spill_stores", r.spill_stores}, {"spill_loads", r.spill_loads}, {"stack_frame", r.stack_frame}};
+       {"spill_stores", r.spill_stores}, {"spill_loads", r.spill_loads}, {"stack_frame", r.stack_frame},
+       {"wgmma_serialized", r.wgmma_serialized}};
 }
 void from_json(const nlohmann::json& j, Resources& r) {
   r.registers = j.value("registers", 0);
@@ -151,6 +152,7 @@ void from_json(const nlohmann::json& j, Resources& r) {
   r.spill_stores = j.value("spill_stores", 0);
   r.spill_loads = j.value("spill_loads", 0);
   r.stack_frame = j.value("stack_frame", 0);
+  r.wgmma_serialized = j.value("wgmma_serialized", 0);
 }
 
 void to_json(nlohmann::json& j, const ErrorStats& e) {

@@ -59,6 +59,10 @@ struct Resources {
   int spill_stores = 0;  // bytes
   int spill_loads = 0;   // bytes
   int stack_frame = 0;   // bytes of local memory per thread
+  // ptxas's advisory number (C7512 -> 7512) where it serialised the
+  // kernel's wgmma instructions (each waits for the one before: a
+  // performance loss, not an error), else 0.
+  int wgmma_serialized = 0;
   int spill_bytes() const { return spill_stores + spill_loads; }
   int smem_total() const { return smem_static + smem_dynamic; }
 };

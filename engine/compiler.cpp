@@ -60,8 +60,10 @@ bool has_fp16_header(const std::string& dir) {
 
 }  // namespace
 
+// The leading version changes whenever what a cached result holds does (v3:
+// Resources::wgmma_serialized), so that older entries are compiled again.
 std::string CompileRequest::key() const {
-  std::string blob = "v2\n" + nvrtc_version() + "\n" + arch + "\n" + entry + "\n" + source_name + "\n";
+  std::string blob = "v3\n" + nvrtc_version() + "\n" + arch + "\n" + entry + "\n" + source_name + "\n";
   for (const auto& [k, v] : defines) blob += "-D" + k + "=" + v + "\n";
   for (const auto& o : options) blob += o + "\n";
   for (const auto& d : include_dirs) blob += "-I" + d + "\n";
@@ -147,6 +149,13 @@ bool parse_ptxas_resources(const std::string& log, const std::string& entry, Res
   if (std::regex_search(block, m, stack)) r.stack_frame = std::stoi(m[1]);
   if (std::regex_search(block, m, st)) r.spill_stores = std::stoi(m[1]);
   if (std::regex_search(block, m, ld)) r.spill_loads = std::stoi(m[1]);
+  // Printed before the function's block, naming it:
+  //   ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions
+  //   are serialized due to insufficient register resources for the function 'NAME'
+  // (C7511, C7515: "... due to <reason> in the function 'NAME'").
+  static const std::regex serial(R"(\(C(\d+)\) Potential Performance Loss: wgmma[^\n]* serialized[^\n]* function '([^']+)')");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), serial); it != std::sregex_iterator(); ++it)
+    if ((*it)[2] == entry) r.wgmma_serialized = std::stoi((*it)[1]);
   out = r;
   return true;
 }

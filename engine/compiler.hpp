@@ -38,7 +38,7 @@ struct CompileResult {
   bool ok = false;
   std::string cubin;
   std::string log;  // NVRTC + ptxas output (the whole log on failure)
-  Resources res;    // registers, static smem, spills, stack of `entry`
+  Resources res;    // registers, static smem, spills, stack, wgmma serialisation of `entry`
   double compile_ms = 0;
   bool cache_hit = false;
 };

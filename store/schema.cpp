@@ -488,6 +488,12 @@ const char* const kMigration8 = R"sql(
 ALTER TABLE trials ADD COLUMN host TEXT;
 )sql";
 
+// Version 9: ptxas's advisory number where it serialised a trial's wgmma
+// instructions (0: it did not, or the trial predates the column).
+const char* const kMigration9 = R"sql(
+ALTER TABLE trials ADD COLUMN wgmma_serialized INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -500,6 +506,7 @@ const std::vector<Migration>& migrations() {
       {6, "vendor baselines measured beside a run", kMigration6},
       {7, "Nsight Compute profiles of baselines", kMigration7},
       {8, "the host each trial ran on", kMigration8},
+      {9, "wgmma serialised by ptxas, per trial", kMigration9},
   };
   return all;
 }

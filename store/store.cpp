@@ -217,7 +217,8 @@ std::string trial_columns(int version) {
   cols += version >= 2 ? "t.device, t.cache_hit, " : "NULL, 0, ";
   cols += version >= 3 ? "t.final_us, " : "NULL, ";
   cols += version >= 4 ? "t.sanitized, " : "NULL, ";
-  cols += version >= 8 ? "t.host" : "NULL";
+  cols += version >= 8 ? "t.host, " : "NULL, ";
+  cols += version >= 9 ? "t.wgmma_serialized" : "0";
   return cols;
 }
 
@@ -248,6 +249,8 @@ Trial read_trial(const sql::Stmt& st) {
   t.sanitized = st.is_null(c) ? std::string() : st.text(c);
   ++c;
   t.host = st.is_null(c) ? std::string() : st.text(c);
+  ++c;
+  t.res.wgmma_serialized = st.i32(c++);
   return t;
 }
 
@@ -571,9 +574,9 @@ int64_t insert_trial(sqlite3* db, int64_t run_id, int seq, const Trial& t, const
   sql::Stmt ins(db,
                 "INSERT INTO trials (run_id, seq, config, config_hash, config_json, status, error, compile_ms, "
                 "verify_ms, bench_ms, registers, smem_static, smem_dynamic, spill_stores, spill_loads, "
-                "stack_frame, fitness, created_at, device, cache_hit, sanitized, host) "
+                "stack_frame, fitness, created_at, device, cache_hit, sanitized, host, wgmma_serialized) "
                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-                "?21, ?22)");
+                "?21, ?22, ?23)");
   ins.bind_int(1, run_id)
       .bind_int(2, seq)
       .bind_text(3, canonical)
@@ -599,6 +602,7 @@ int64_t insert_trial(sqlite3* db, int64_t run_id, int seq, const Trial& t, const
       .bind_int(20, t.cache_hit ? 1 : 0);
   bind_text_or_null(ins, 21, t.sanitized);
   bind_text_or_null(ins, 22, t.host);
+  ins.bind_int(23, t.res.wgmma_serialized);
   ins.run();
   return sqlite3_last_insert_rowid(db);
 }

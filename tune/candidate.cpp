@@ -36,6 +36,7 @@ Resources worst_resources(const Compiled& cc) {
     out.spill_stores = std::max(out.spill_stores, r.res.spill_stores);
     out.spill_loads = std::max(out.spill_loads, r.res.spill_loads);
     out.stack_frame = std::max(out.stack_frame, r.res.stack_frame);
+    if (r.res.wgmma_serialized) out.wgmma_serialized = r.res.wgmma_serialized;
   }
   return out;
 }

@@ -192,6 +192,35 @@ TEST_CASE("launch geometry, defines, tolerances and gates evaluate", "[spec]") {
   CHECK(s.check_shape(0, p).canonical() == "M=33,N=17,T=1");
 }
 
+TEST_CASE("a kernel whose wgmma ptxas serialised passes unless the spec's gate rejects it, with the reason",
+          "[spec]") {
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Config c = Config::parse("TILE=32,WARPS=2");
+  Resources r;
+  r.registers = 100;
+  r.wgmma_serialized = 7512;
+  KernelSpec allowing = parse(kSpec);  // the gate's default
+  CHECK(allowing.gates.allow_serialized_wgmma);
+  Problem p = allowing.parse_problem("100,70,1", Dtype::bf16);
+  CHECK_FALSE(allowing.gate_reason(r, c, p, dev));
+  KernelSpec s = parse(replace(kSpec, "max_spill_bytes = 0", "max_spill_bytes = 0\nallow_serialized_wgmma = false"));
+  CHECK_FALSE(s.gates.allow_serialized_wgmma);
+  auto why = s.gate_reason(r, c, p, dev);
+  REQUIRE(why);
+  CHECK(why->find("C7512") != std::string::npos);
+  CHECK(why->find("insufficient register resources for the function") != std::string::npos);
+  r.wgmma_serialized = 7599;  // an advisory this evotune does not know: its number alone
+  why = s.gate_reason(r, c, p, dev);
+  REQUIRE(why);
+  CHECK(why->find("C7599)") != std::string::npos);
+  r.wgmma_serialized = 0;
+  CHECK_FALSE(s.gate_reason(r, c, p, dev));
+  std::string bad = spec_error(
+      [&] { parse(replace(kSpec, "max_spill_bytes = 0", "max_spill_bytes = 0\nallow_serialized_wgmma = \"no\"")); });
+  CHECK(bad.find("allow_serialized_wgmma") != std::string::npos);
+  CHECK(bad.find("true or false") != std::string::npos);
+}
+
 TEST_CASE("malformed specs are rejected with the place of the error", "[spec]") {
   auto rejects = [](const std::string& text, const std::string& fragment) {
     try {

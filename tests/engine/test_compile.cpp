@@ -111,6 +111,11 @@ TEST_CASE("a compile error is a result with the compiler's log, not an exception
 
 TEST_CASE("ptxas reports are parsed per entry point", "[compile]") {
   const std::string log =
+      "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+      "insufficient register resources for the function 'a'\n"
+      "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non "
+      "wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in "
+      "the function 'z'\n"
       "ptxas info    : 0 bytes gmem\n"
       "ptxas info    : Compiling entry function 'a' for 'sm_90a'\n"
       "ptxas info    : Function properties for a\n"
@@ -127,10 +132,12 @@ TEST_CASE("ptxas reports are parsed per entry point", "[compile]") {
   CHECK(a.stack_frame == 16);
   CHECK(a.spill_stores == 8);
   CHECK(a.spill_loads == 12);
+  CHECK(a.wgmma_serialized == 7512);
   REQUIRE(parse_ptxas_resources(log, "b", b));
   CHECK(b.registers == 32);
   CHECK(b.smem_static == 0);
   CHECK(b.spill_bytes() == 0);
+  CHECK(b.wgmma_serialized == 0);  // 'z' was serialised, not 'b'
   Resources c;
   CHECK_FALSE(parse_ptxas_resources(log, "c", c));
 }
@@ -338,6 +345,34 @@ TEST_CASE(
 // K by TMA in the 64-byte (D = 64) or 128-byte swizzle, V by one TMA copy per
 // tile for the transposer; every head dim compiles without spills, the
 // transposer within the producer's 56 registers.
+TEST_CASE("ptxas's serialised wgmma is reported from a real compile, and the sm_90a templates gate on it",
+          "[compile]") {
+  TempCache cache;
+  KernelSpec spec = load_kernel("sdpa_fwd_sm90");
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  Problem p = spec.parse_problem("B=4,H=16,S=4096,D=128", Dtype::fp16);
+  // Two consumer warpgroups with Q in registers and a one-warp producer (no
+  // setmaxnreg) at head dim 128: ptxas 13.0 runs out of registers for the
+  // wgmma pipeline ("(C7512) ... insufficient register resources for the
+  // function") and spills; the default config is pipelined.
+  Config serial = spec.default_config();
+  for (const auto& [k, v] : Config::parse("BLOCK_N=64,CONSUMER_WG=2,L2_HEADS=4,PRODUCER=0,Q_IN_REGS=1,STAGES=3").values)
+    serial.values[k] = v;
+  REQUIRE(SearchSpace(spec, {p}, dev).valid(serial));
+  const std::string arch = arch_for(90, spec.arch_specific);
+  CompileResult bad = compile_config(spec, serial, p, dev, arch);
+  INFO(bad.log);
+  REQUIRE(bad.ok);
+  CHECK(bad.res.wgmma_serialized == 7512);
+  CompileResult good = compile_config(spec, spec.default_config(), p, dev, arch);
+  REQUIRE(good.ok);
+  CHECK(good.res.wgmma_serialized == 0);
+  for (const char* name : {"gemm_sm90", "sdpa_fwd_sm90", "sdpa_fp8_sm90"}) {
+    INFO(name);
+    CHECK_FALSE(load_kernel(name).gates.allow_serialized_wgmma);
+  }
+}
+
 TEST_CASE("sdpa_fp8_sm90's SASS: both GEMMs in e4m3 QGMMA, no spills at D = 64, 128, 256", "[compile][sass]") {
   TempCache cache;
   KernelSpec spec = load_kernel("sdpa_fp8_sm90");

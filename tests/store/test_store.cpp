@@ -110,7 +110,7 @@ Trial sample_trial(int block_m, TrialStatus st = TrialStatus::ok, double p50 = 1
   t.verify_ms = 12.25;
   t.bench_ms = 40.125;
   t.cache_hit = block_m % 2 == 0;
-  t.res = {128, 1024, 49152, 8, 16, 32};
+  t.res = {128, 1024, 49152, 8, 16, 32, block_m == 64 ? 7512 : 0};
   t.per_problem = {meas(0, p50), meas(1, p50 / 2)};
   t.fitness = st == TrialStatus::ok ? p50 * 0.75 : 0;
   t.device = 1;
@@ -153,6 +153,7 @@ void check_same_trial(const Trial& a, const Trial& b) {
   CHECK(a.res.spill_stores == b.res.spill_stores);
   CHECK(a.res.spill_loads == b.res.spill_loads);
   CHECK(a.res.stack_frame == b.res.stack_frame);
+  CHECK(a.res.wgmma_serialized == b.res.wgmma_serialized);
   CHECK(a.fitness == b.fitness);
   CHECK(a.device == b.device);
   CHECK(a.host == b.host);
@@ -238,14 +239,14 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   const std::string path = dir.file("evotune.db");
   Store s = Store::open(path);
   CHECK(s.schema_version() == Store::latest_schema_version());
-  CHECK(Store::latest_schema_version() == 8);
+  CHECK(Store::latest_schema_version() == 9);
   CHECK(s.path() == path);
   CHECK(s.mode() == Store::Mode::read_write);
   CHECK(s.last_run_id() == 0);
   CHECK(s.runs().empty());
 
   sql::Db raw = sql::open(path, false, false);
-  CHECK(schema::user_version(raw.get()) == 8);
+  CHECK(schema::user_version(raw.get()) == 9);
   sql::Stmt jm(raw.get(), "PRAGMA journal_mode");
   REQUIRE(jm.step());
   CHECK(jm.text(0) == "wal");
@@ -266,7 +267,7 @@ TEST_CASE("a new database has the latest schema in WAL mode with every table and
   std::string before = dump(path);
   {
     Store again = Store::open(path);
-    CHECK(again.schema_version() == 8);
+    CHECK(again.schema_version() == 9);
   }
   CHECK(dump(path) == before);
 }
@@ -727,9 +728,9 @@ TEST_CASE("open refuses paths a user must fix, saying why", "[store]") {
     }
     const std::string before = slurp(path);
     std::string msg = error_of([&] { Store::open(path); });
-    CHECK(contains(msg, "created by a newer evotune (schema 99 > 8)"));
+    CHECK(contains(msg, "created by a newer evotune (schema 99 > 9)"));
     msg = error_of([&] { Store::open(path, Store::Mode::read_only); });
-    CHECK(contains(msg, "schema 99 > 8"));
+    CHECK(contains(msg, "schema 99 > 9"));
     CHECK(slurp(path) == before);
   }
 
@@ -817,6 +818,7 @@ TEST_CASE("a version-1 database is read as it is and upgraded by a write open", 
     REQUIRE(ts.size() == 2);
     CHECK(ts[0].device == -1);
     CHECK(ts[0].host.empty());
+    CHECK(ts[0].res.wgmma_serialized == 0);
     CHECK_FALSE(ts[0].cache_hit);
     CHECK(ts[0].per_problem.size() == 1);
     CHECK(r.elites(run_id).size() == 1);
