@@ -662,6 +662,20 @@ __device__ __forceinline__ float ex2(float x) {
 }
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
+// Independent accumulation chains of a row's max and sum in the softmax.
+// Two chains make the FP8 kernels 0-4% faster on an H200; the 16-bit ones
+// 1-6% slower (ptxas schedules their softmax worse), so they keep one.
+constexpr int kChains = kFP8 ? 2 : 1;
+// Joins n partial results as a balanced tree.
+template <int N, class Op>
+__device__ __forceinline__ float join(float (&v)[N], Op op) {
+#pragma unroll
+  for (int w = 1; w < N; w *= 2)
+#pragma unroll
+    for (int i = 0; i + w < N; i += 2 * w) v[i] = op(v[i], v[i + w]);
+  return v[0];
+}
+
 // Four floats as e4m3 (saturating, round to nearest), a in the low byte.
 __device__ __forceinline__ unsigned pack4_e4m3(float a, float b, float c, float d) {
   unsigned short lo, hi;
@@ -865,9 +879,16 @@ struct Consumer {
     const float scale_log2 = sl2(w);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float raw = neg_inf();  // the max of the raw scores (scale > 0 keeps the order)
+      // The max and the sum run as kChains independent chains, joined at the
+      // end: one chain would make the row's softmax a series of dependent
+      // FMNMX and FADD (ptxas does not reassociate them).
+      float part[kChains];
 #pragma unroll
-      for (int j = 0; j < kSAcc / 4; ++j) raw = fmaxf(raw, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      for (int c = 0; c < kChains; ++c) part[c] = neg_inf();
+#pragma unroll
+      for (int j = 0; j < kSAcc / 4; ++j)
+        part[j % kChains] = fmaxf(part[j % kChains], fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      float raw = join<kChains>(part, [](float a, float b) { return fmaxf(a, b); });  // max of the raw scores (scale > 0 keeps the order)
       raw = fmaxf(raw, __shfl_xor_sync(0xffffffffu, raw, 1));
       raw = fmaxf(raw, __shfl_xor_sync(0xffffffffu, raw, 2));
       const float mx = fmaxf(rs.m[h], raw * scale_log2);
@@ -876,16 +897,17 @@ struct Consumer {
       rs.m[h] = mx;
       // FP8: P times 2^8, for its e4m3 rounding (the row sums carry it too).
       const float bias = kFP8 ? 8.f - base : -base;
-      float sum = 0.f;
+#pragma unroll
+      for (int c = 0; c < kChains; ++c) part[c] = 0.f;
 #pragma unroll
       for (int j = 0; j < kSAcc / 4; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const float v = ex2(fmaf(s[4 * j + 2 * h + e], scale_log2, bias));
           s[4 * j + 2 * h + e] = v;
-          sum += v;
+          part[j % kChains] += v;
         }
-      rs.l[h] = rs.l[h] * alpha[h] + sum;
+      rs.l[h] = rs.l[h] * alpha[h] + join<kChains>(part, [](float a, float b) { return a + b; });
     }
   }
 
