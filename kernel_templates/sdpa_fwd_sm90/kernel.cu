@@ -240,8 +240,8 @@ constexpr int kBarWg = 1;    // + wg: one consumer warpgroup (split-KV merge)
 constexpr int kBarTurn = 4;  // + wg: ping-pong turn of warpgroup wg
 
 static_assert(kD == 64 || kD == 128 || kD == 256, "HEAD_DIM is 64, 128 or 256");
-static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192,
-              "BLOCK_N is 64, 96, 128, 160, 176 or 192 (a wgmma N with its A, and a multiple of 16)");
+static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192 || (kFP8 && kBN == 256),
+              "BLOCK_N is 64, 96, 128, 160, 176 or 192, or 256 in FP8 (a wgmma N with its A, and a multiple of 16)");
 static_assert(kCWG >= 1 && kCWG <= 3, "1 to 3 consumer warpgroups");
 static_assert(PRODUCER == 0 || kCWG >= 2 || kFP8, "a producer warpgroup hands registers to 2 or 3 consumer warpgroups");
 static_assert(!kFP8 || (PRODUCER == 1 && kBN % 32 == 0), "FP8: a producer warpgroup (it transposes V), k32 slices of keys");
