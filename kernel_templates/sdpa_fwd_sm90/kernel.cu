@@ -574,13 +574,19 @@ __device__ __forceinline__ void transposer(const Problem& p, const Smem& sm, uns
 // holds key {2t, 2t+1, 8+2t, 9+2t}[i], keys past SKV zero), so that the
 // producer loads it by TMA as a stored Vᵀ, K as it is, P packed as without
 // V_PACK. A lane takes a (32-key span, 4-byte word of V's rows) pair at a
-// time: 32 word loads (the lanes of a warp read consecutive words of a row),
-// a 4x4 byte transpose per 4 keys, and four 32-byte stores (whole sectors),
-// one per row of Vᵀ; the rows are padded to skv32 keys. Warps claim blocks
-// of kVPackPairs pairs (evotune_sm90::grid_prepass, as gemm_sm90's PACK=1
-// does), the loads of a block's pairs all in flight before its first store.
+// time: 32 word loads, a 4x4 byte transpose per 4 keys, and four 32-byte
+// stores, one per row of Vᵀ; the rows are padded to skv32 keys. A warp's
+// lanes take 8 consecutive words (lane % 8) of 4 consecutive spans (lane / 8),
+// so that one store instruction writes whole 128-byte lines of 8 rows and one
+// load reads whole 32-byte sectors of 4 rows (32 words of one span to a warp
+// had each store touch 32 lines, and the pass waited on its stores). Warps claim blocks of
+// 8 words by kVPackSpans spans (evotune_sm90::grid_prepass, as gemm_sm90's
+// PACK=1 does), the loads of a block's pairs all in flight before its first
+// store.
 constexpr int kVPackIters = 2;                // pairs per lane per claimed block
-constexpr int kVPackPairs = 32 * kVPackIters;
+constexpr int kVPackWords = 8;                // words of V's rows per block
+constexpr int kVPackSpans = 4 * kVPackIters;  // 32-key spans per block
+static_assert(kD / 4 % kVPackWords == 0, "whole groups of 8 words per row of V");
 
 // The 16 keys of group g (of a span) at word wd: 4 output words per row 4wd + j.
 __device__ __forceinline__ void vt_group(const unsigned* v, uint4 (&out)[4]) {
@@ -599,42 +605,40 @@ __device__ __forceinline__ void vt_group(const unsigned* v, uint4 (&out)[4]) {
   for (int j = 0; j < 4; ++j) out[j] = make_uint4(o[0][j], o[1][j], o[2][j], o[3][j]);
 }
 
-// Blocks per key/value head: a head's pairs are (32-key span, word) pairs,
-// kVPackPairs to a block; a block never spans two heads.
+// Blocks per key/value head: groups of kVPackSpans spans by word groups, the
+// word group varying fastest; a block never spans two heads.
 __device__ __forceinline__ unsigned vpack_blocks_per_head(int skv) {
-  const long long per_head = (long long)((skv + 31) / 32) * (kD / 4);
-  return (unsigned)((per_head + kVPackPairs - 1) / kVPackPairs);
+  const int spans = (skv + 31) / 32;
+  return (unsigned)((spans + kVPackSpans - 1) / kVPackSpans * (kD / 4 / kVPackWords));
 }
 
-// Block blk of head bh (its pairs blk * kVPackPairs on): every lane of the
-// warp takes part; the loads of all the block's pairs are in flight before
-// its first store.
+// Block blk of head bh: every lane of the warp takes part; the loads of all
+// the block's pairs are in flight before its first store.
 __device__ __forceinline__ void pack_vt_block(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
                                               long long bh, long long blk, int skv, int lane) {
-  constexpr int kWords = kD / 4;
+  constexpr int kGroups = kD / 4 / kVPackWords;
   const int skv32 = (skv + 31) / 32 * 32;
-  const long long per_head = (long long)(skv32 / 32) * kWords;
+  const int wd = (int)(blk % kGroups) * kVPackWords + (lane & 7);
+  const int sp0 = (int)(blk / kGroups) * kVPackSpans + (lane >> 3);
   unsigned v[kVPackIters][32];
-  long long pi[kVPackIters];
 #pragma unroll
   for (int i = 0; i < kVPackIters; ++i) {
-    pi[i] = blk * kVPackPairs + i * 32 + lane;
-    const int wd = (int)(pi[i] % kWords), sp = (int)(pi[i] / kWords);
-    const unsigned char* src = V + (bh * skv + 32 * sp) * kD + 4 * wd;
+    const int key0 = 32 * (sp0 + 4 * i);
+    const unsigned char* src = V + (bh * skv + key0) * kD + 4 * wd;
 #pragma unroll
     for (int k = 0; k < 32; ++k)
-      v[i][k] = pi[i] < per_head && 32 * sp + k < skv ? __ldg(reinterpret_cast<const unsigned*>(src + k * kD)) : 0u;
+      v[i][k] = key0 + k < skv ? __ldg(reinterpret_cast<const unsigned*>(src + k * kD)) : 0u;
   }
 #pragma unroll
   for (int i = 0; i < kVPackIters; ++i) {
-    if (pi[i] >= per_head) continue;
-    const int wd = (int)(pi[i] % kWords), sp = (int)(pi[i] / kWords);
+    const int key0 = 32 * (sp0 + 4 * i);
+    if (key0 >= skv32) continue;
     uint4 lo[4], hi[4];
     vt_group(v[i], lo);
     vt_group(v[i] + 16, hi);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      uint4* dst = reinterpret_cast<uint4*>(vp + (bh * kD + 4 * wd + j) * skv32 + 32 * sp);
+      uint4* dst = reinterpret_cast<uint4*>(vp + (bh * kD + 4 * wd + j) * skv32 + key0);
       dst[0] = lo[j];
       dst[1] = hi[j];
     }
