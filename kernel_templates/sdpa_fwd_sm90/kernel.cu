@@ -40,9 +40,11 @@
 //    `workspace`, and the warpgroup arriving last at the tile's counter (in
 //    `counters`, re-armed for the next launch) merges them. Causal units run
 //    longest first. PERSISTENT=1 launches CTAS_PER_SM CTAs per SM that loop
-//    over the units in a fixed stride (the producer runs ahead into the next
-//    unit's loads), 2 the same with each CTA taking the next unit from a
-//    global counter when it is ready for one; 0 launches one CTA per unit.
+//    over the units in a fixed order (the producer runs ahead into the next
+//    unit's loads): a stride, or causal, pairs of a long and a short query
+//    tile of one head, of equal work (paired_unit); 2 the same with each CTA
+//    taking the next unit from a global counter when it is ready for one; 0
+//    launches one CTA per unit.
 //    The producer hands each unit to the consumers with its Q tile: it writes
 //    the unit to the CTA's slot in `counters` before the arrival on the
 //    tile's mbarrier (a global slot: compute-sanitizer's racecheck does not
@@ -391,15 +393,61 @@ __device__ __forceinline__ unsigned* split_arrivals(unsigned* counters) { return
 
 // ------------------------------------------------------------ producer
 
-// The unit after u for this CTA. PERSISTENT=2: the next from the global
-// counter (CTAs start at their blockIdx.x, the counter counts on from
+// PERSISTENT=1, causal: a fixed order whose CTAs get equal work. A unit's
+// key tiles grow linearly with its query tile, so a fixed stride gives CTAs
+// whose blockIdx.x meets the long tiles more work than others (12% of the SM
+// time idle at 4,16,4096,128 with 32 query tiles a head and 132 CTAs). Here
+// the units go in pairs of one head's query tiles j and m_tiles - 1 - j
+// (together as long as any other pair), in the heads' L2 sections as decode
+// orders them; CTA c takes pair c + r * gridDim.x in round r, its two units
+// back to back, and the last round, short of a pair a CTA, is dealt out so
+// that every CTA gets a pair or one unit of one. The CTA's k-th unit: its
+// index for decode, -1 for the absent second half of an odd count's middle
+// tile, or >= units when the CTA is done.
+constexpr bool kPairedOrder = PERSISTENT == 1 && IS_CAUSAL && SPLIT_KV == 1;
+
+__device__ __forceinline__ int paired_unit(const Problem& p, int k) {
+  const int G = (int)gridDim.x, c = (int)blockIdx.x;
+  const int half = (p.m_tiles + 1) / 2, pairs = half * p.heads;
+  const int rounds = pairs / G, f = max(0, 2 * (pairs - rounds * G) - G);
+  int pair, member;
+  if (k < 2 * rounds || c < f) {
+    pair = (k >> 1) * G + c;
+    member = k & 1;
+    if (k >= 2 * rounds + 2) return p.units;
+  } else {
+    const int s = c - f;
+    pair = rounds * G + f + (s >> 1);
+    member = s & 1;
+    if (k > 2 * rounds || pair >= pairs) return p.units;
+  }
+  // The pair's section of heads, head and long tile j, as decode counts them.
+  const int hs = (L2_HEADS > 0 && L2_HEADS < p.heads) ? L2_HEADS : p.heads;
+  const int sec = pair / (hs * half), within = pair - sec * hs * half;
+  const int n = min(hs, p.heads - sec * hs);
+  const int j = within / n, hi = within - j * n;
+  const int lin = member ? p.m_tiles - 1 - j : j;
+  if (member && lin == j) return -1;
+  return sec * hs * p.m_tiles + lin * n + hi;
+}
+
+// The CTA's first unit.
+__device__ __forceinline__ int first_unit(const Problem& p) {
+  if constexpr (kPairedOrder) return paired_unit(p, 0);
+  return (int)blockIdx.x;
+}
+
+// The unit after its k-th (u) for this CTA. PERSISTENT=2: the next from the
+// global counter (CTAs start at their blockIdx.x, the counter counts on from
 // gridDim.x); the fetch that takes the last value re-arms it for the next
 // launch, every CTA having made its final fetch by then.
-__device__ __forceinline__ int next_unit(const Problem& p, int u, unsigned* sched) {
+__device__ __forceinline__ int next_unit(const Problem& p, int u, int k, unsigned* sched) {
   if constexpr (PERSISTENT == 2) {
     const unsigned v = atomicAdd(sched, 1u);
     if (v == (unsigned)(p.units - 1)) *sched = 0u;
     return (int)gridDim.x + (int)v;
+  } else if constexpr (kPairedOrder) {
+    return paired_unit(p, k + 1);
   } else {
     return u + (int)gridDim.x;
   }
@@ -413,10 +461,11 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
   RingOf<kVRaw> raw;
 #endif
   unsigned q_phase = 0;
-  int next = blockIdx.x;
-  while (next < p.units) {
+  int next = first_unit(p);
+  for (int k = 0; next < p.units; ++k) {
     const int u = next;
-    next = next_unit(p, u, unit_counter(counters));
+    next = next_unit(p, u, k, unit_counter(counters));
+    if (u < 0) continue;
     const Work w = decode(p, u);
     if (!w.live) continue;
     mbar_wait(sm.q_empty, q_phase ^ 1u);

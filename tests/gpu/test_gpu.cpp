@@ -314,8 +314,10 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"sdpa_fp8_sm90", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "bf16"},
       {"sdpa_fp8_sm90", {"B=1,H=2,S=200,D=256"}, "bf16"},
       {"sdpa_fp8_sm90", {"B=8,H=16,HKV=4,S=300,SKV=100,D=64,CAUSAL=1,DESCALE=1"}, "fp16"},
-      // V stored transposed (no transposer; K's rows land permuted): odd S, grouped heads, causal.
-      {"sdpa_fp8_sm90", {"B=2,H=8,HKV=2,S=333,SKV=528,D=128,CAUSAL=1,VT=1"}, "bf16"},
+      // V stored transposed (no transposer; K's rows land permuted): odd S, grouped heads,
+      // causal with more units than SMs (persistent CTAs in the paired order, an odd
+      // number of query tiles a head).
+      {"sdpa_fp8_sm90", {"B=4,H=16,HKV=4,S=333,SKV=528,D=128,CAUSAL=1,VT=1"}, "bf16"},
       {"sdpa_fp8_sm90", {"B=2,H=4,S=77,SKV=1024,D=64,VT=1"}, "fp16"},
   };
   // EVOTUNE_TEST_KERNELS=gemm_sm90,sdpa_fp8 limits the cases to those
