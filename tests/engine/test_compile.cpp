@@ -341,34 +341,41 @@ TEST_CASE(
   CHECK(sass.find("STRONG.SYS") == std::string::npos);
 }
 
-// The search proposes the spec's `starts` right after the default: each
-// that applies to an anchor problem compiles without spills, a stack frame
-// or serialised wgmma (a kernel change that broke one would leave the
-// search's first proposals rejected, and nothing else would say so).
-TEST_CASE("sdpa_fwd_sm90's search starts compile clean where they apply", "[compile]") {
+// The search proposes a spec's `starts` right after the default: each that
+// applies to an anchor problem compiles without spills, a stack frame or
+// serialised wgmma (a kernel change that broke one would leave the search's
+// first proposals rejected, and nothing else would say so).
+TEST_CASE("the attention templates' search starts compile clean where they apply", "[compile]") {
   TempCache cache;
-  KernelSpec spec = load_kernel("sdpa_fwd_sm90");
   DeviceTraits dev = DeviceTraits::for_arch(90);
-  const std::string arch = arch_for(90, spec.arch_specific);
-  int compiled = 0;
-  for (const char* text : {"B=4,H=16,S=4096,D=64", "B=4,H=16,S=4096,D=128,CAUSAL=1"}) {
-    Problem p = spec.parse_problem(text, Dtype::bf16);
-    SearchSpace space(spec, {p}, dev);
-    for (const Config& start : spec.starts) {
-      if (!space.valid(start)) continue;
-      INFO(text << ": " << start.canonical());
-      CompileResult res = compile_config(spec, start, p, dev, arch);
-      INFO(res.log);
-      REQUIRE(res.ok);
-      CHECK(res.res.spill_bytes() == 0);
-      CHECK(res.res.stack_frame == 0);
-      CHECK(res.res.wgmma_serialized == 0);
-      ++compiled;
+  const std::pair<const char*, std::vector<const char*>> cases[] = {
+      {"sdpa_fwd_sm90", {"B=4,H=16,S=4096,D=64", "B=4,H=16,S=4096,D=128,CAUSAL=1"}},
+      {"sdpa_fp8_sm90", {"B=4,H=16,S=4096,D=128", "B=4,H=16,S=4096,D=128,VT=1,CAUSAL=1", "B=2,H=8,S=2048,D=64"}},
+  };
+  for (const auto& [kernel, problems] : cases) {
+    KernelSpec spec = load_kernel(kernel);
+    const std::string arch = arch_for(90, spec.arch_specific);
+    int compiled = 0;
+    for (const char* text : problems) {
+      Problem p = spec.parse_problem(text, Dtype::bf16);
+      SearchSpace space(spec, {p}, dev);
+      for (const Config& start : spec.starts) {
+        if (!space.valid(start)) continue;
+        INFO(kernel << " " << text << ": " << start.canonical());
+        CompileResult res = compile_config(spec, start, p, dev, arch);
+        INFO(res.log);
+        REQUIRE(res.ok);
+        CHECK(res.res.spill_bytes() == 0);
+        CHECK(res.res.stack_frame == 0);
+        CHECK(res.res.wgmma_serialized == 0);
+        ++compiled;
+      }
     }
+    // Most apply to both problems, a few (decode splits, one warpgroup for
+    // short sequences) to neither.
+    INFO(kernel);
+    CHECK(compiled >= static_cast<int>(spec.starts.size()));
   }
-  // Most of them apply to one of the two (the decode split and the
-  // one-warpgroup starts to neither).
-  CHECK(compiled >= static_cast<int>(spec.starts.size()));
 }
 
 // The FP8 build of the same kernel: e4m3 wgmma (k32) for both GEMMs, Q and
