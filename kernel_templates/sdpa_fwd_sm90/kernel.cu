@@ -1116,16 +1116,18 @@ struct Consumer {
         __stcg(reinterpret_cast<float2*>(dst + 8 * j), make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]));
       if (c == 0) __stcg(reinterpret_cast<float2*>(wml + (o_base + (size_t)w.z * kBM + r) * 2), make_float2(rs.m[h], rs.l[h]));
     }
-    __threadfence();  // partials visible device-wide before the count says so
+    // The warpgroup's barrier orders its partials before one thread's count;
+    // the count is a GPU-scope release (publishes them, cumulatively) and an
+    // acquire (the last split reads the others' partials after theirs). One
+    // fence a warpgroup, as CUTLASS's semaphore: a __threadfence() in every
+    // thread is an SC fence and an L1 invalidation each (MEMBAR.SC.GPU, CCTL.IVALL).
     evotune_sm90::named_bar_sync(kBarWg + wg, 128);
     if (wg_tid == 0) {
       unsigned* ctr = counters + (size_t)w.tile * kCWG + wg;
-      const unsigned prev = atomicAdd(ctr, 1u);
+      unsigned prev;
+      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(prev) : "l"(ctr) : "memory");
       const int last = prev == (unsigned)(w.nsplit - 1);
-      if (last) {
-        *ctr = 0u;         // every split has arrived: ready for the next launch
-        __threadfence();   // and the others' partials are read after their count
-      }
+      if (last) *ctr = 0u;  // every split has arrived: ready for the next launch
       *last_flag = last;
     }
     evotune_sm90::named_bar_sync(kBarWg + wg, 128);
