@@ -1,37 +1,51 @@
 #!/usr/bin/env python3
-"""Per-CTA timelines of gemm_sm90: when each CTA starts, loads, computes and stores.
+"""Per-CTA timelines of the Hopper templates: when each CTA starts, loads, computes and stores.
 
-gemm_sm90's kernel.cu has a build option, GEMM_SM90_TIMELINE (off in the
-product; the kernel's comment above tl_mark lists the stamps): thread 0 of
-each CTA stamps %globaltimer and the SM's clock64 into a table of 32 slots per
-CTA at fixed points (entry, set-up done, first loads issued, first k-tile
-landed, the end of each tile's MMAs and epilogue, exit) and counts the cycles
-it waits on operands. This tool copies the gemm_sm90 template to a temporary
-folder, turns the option on in the copy's spec ([defines]; its spill and stack
-gates are loosened to 128 bytes, which the stamps cost a producer warpgroup),
-tunes each --config there as a one-trial run (so it is compiled, gated and
-verified by evotune), and launches the cubin the way bench/side_by_side.py
-does: back to back, with and without an L2 flush between launches (256 MB
-zeroed, as triton's do_bench), the stamps copied out in stream order with no
-host synchronisation between launches. cuBLAS (torch.matmul) is timed on the
-same shape and modes by CUDA events for comparison. Cycles do not depend on
-the clock the power limit allows, so they compare configs exactly.
+gemm_sm90 and sdpa_fwd_sm90 (and sdpa_fp8_sm90, built from it) stamp time
+when the build option EVOTUNE_SM90_TIMELINE is defined (off in the product;
+kernel_templates/common/evotune_sm90.cuh has the helper, each kernel's
+comment above its first tl_mark lists its 32 slots): thread 0 of each CTA
+stamps %globaltimer and the SM's clock64 into its row at fixed points
+(entry, set-up done, first loads issued and landed, each unit's end, exit).
+This tool copies kernel_templates/ to a temporary folder, turns the option on
+in the kernel's spec there ([defines]; its spill and stack gates loosened to
+128 bytes, which the stamps cost a producer warpgroup), tunes each --config
+as a one-trial run (compiled, gated and verified by evotune), and launches
+the cubin the way bench/side_by_side.py does: back to back, with and without
+an L2 flush between launches (256 MB zeroed, as triton's do_bench), the
+stamps copied out in stream order with no host synchronisation between
+launches. The vendor's kernel (cuBLAS through torch.matmul; cuDNN's
+attention for 16-bit attention) is timed on the same problem and modes by
+CUDA events for comparison. Cycles do not depend on the clock the power limit
+allows, so they compare configs exactly.
 
 Needs:  a Hopper GPU (sm_90a); PyTorch and numpy; an evotune binary
         (--evotune, else $EVOTUNE, else build/evotune).
 Run:    tools/timeline.py --shape 8192,1024,8192 --config BLOCK_N=256,PERSISTENT=1 --config ...
+        tools/timeline.py --kernel sdpa_fwd_sm90 --problem B=2,H=8,S=2048,D=64 --dtype fp16 --config ...
         --npz FILE keeps the raw stamps (per config and mode).
-Prints: cuBLAS's event time per mode (us); then per config and mode (flush,
-        noflush) one line of medians over launches: event time and span (us),
-        entry skew, exit spread, idle (the SM-time share outside the CTAs);
-        u<i>_mma_* / u<i>_epi, when unit i's MMAs ended and its epilogue took
-        (us from the first CTA's entry); u0_first / u0_half, when the first
-        unit's first and middle k-tiles landed; last_*, the steps of each CTA's
-        last epilogue; kc_*, thousands of SM cycles from entry to the set-up
-        barrier, the producer starting and issuing its first loads, the first
-        k-tile landing, and of the first and second unit's MMAs; mhz, the clock
-        they imply; kw_*, thousands of cycles thread 0 waited on operands in
-        units 0 and 1 (all k-tiles, the first four).
+Prints: the vendor's event time per mode (us); then per config and mode
+        (flush, noflush) one line of medians over launches: event time and
+        span (us), entry skew, exit spread, idle (the SM-time share outside
+        the CTAs), and the kernel's own steps:
+        gemm_sm90: u<i>_mma_* / u<i>_epi, when unit i's MMAs ended and its
+        epilogue took (us from the first CTA's entry); u0_first / u0_half,
+        when the first unit's first and middle k-tiles landed; last_*, the
+        steps of each CTA's last epilogue; kc_*, thousands of SM cycles from
+        entry to the set-up barrier, the producer starting and issuing its
+        first loads, the first k-tile landing, and of the first and second
+        unit's MMAs; mhz, the clock they imply; kw_*, thousands of cycles
+        thread 0 waited on operands in units 0 and 1 (all k-tiles, the first
+        four).
+        sdpa: setup (entry to past the set-up barrier), pack (V_PACK's pass),
+        p_start / p_q / p_k (the producer starting, issuing its first Q and
+        K), u0_q / u0_k (the first unit taken, its Q landed; its first key
+        tile landed), u<i> (unit i from taken to finished, its epilogue
+        included), g<i> (finished to the next taken: negative where the next
+        unit starts under this one's end, UNIT_OVERLAP), tail (the last unit
+        finished to the exit), units_med / units_max (units per CTA), all
+        in us from the CTA's own entry; kc_u0, thousands of cycles of the
+        first unit; mhz.
 """
 import argparse
 import ctypes
@@ -51,27 +65,30 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from evotune_path import evotune_binary  # noqa: E402
 from side_by_side import TunedKernel, check, cuda, make_tensors  # noqa: E402
 
-SLOTS = 32  # stamps per CTA (kernel.cu's gemm_sm90_timeline rows)
+SLOTS = 32  # stamps per CTA (evotune_sm90.cuh's evotune_timeline rows)
+CTAS = 4096  # CTAs stamped (its kTimelineCtas)
 
 
-def dev_spec(tmp):
-    """gemm_sm90's spec and sources in tmp, with the timeline compiled in."""
-    src = os.path.join(ROOT, "kernel_templates", "gemm_sm90")
-    for f in os.listdir(src):
-        shutil.copy(os.path.join(src, f), tmp)
-    path = os.path.join(tmp, "spec.toml")
+def dev_spec(args, tmp):
+    """kernel_templates/ in tmp, the kernel's spec there with the timeline compiled in."""
+    shutil.copytree(os.path.join(ROOT, "kernel_templates"), os.path.join(tmp, "kernel_templates"))
+    path = os.path.join(tmp, "kernel_templates", args.kernel, "spec.toml")
     with open(path) as f:
         text = f.read()
     # The stamps cost a 40-register producer warpgroup a few spilled bytes.
     text = text.replace("max_spill_bytes = 0", "max_spill_bytes = 128").replace("max_stack = 0", "max_stack = 128")
+    define = 'EVOTUNE_SM90_TIMELINE = "1"\n'
+    text = text.replace("[defines]\n", "[defines]\n" + define, 1) if "[defines]\n" in text else \
+        text + "\n[defines]\n" + define
     with open(path, "w") as f:
-        f.write(text + '\n[defines]\nGEMM_SM90_TIMELINE = "1"\n')
+        f.write(text)
     return path
 
 
 def tune_one(args, spec, db, cfg):
-    run = [args.evotune, "--db", db, "run", "-q", "--kernel", spec, "--shape", args.shape, "--dtype", args.dtype,
-           "--strategy", "exhaustive", "--budget", "1", "--config", cfg]
+    problem = ["--shape", args.shape] if args.shape else ["--problem", args.problem]
+    run = [args.evotune, "--db", db, "run", "-q", "--kernel", spec, *problem, "--dtype", args.dtype,
+           "--strategy", "exhaustive", "--budget", "1", "--sanitize", "none", "--config", cfg]
     r = subprocess.run(run, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(run)} failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
@@ -86,7 +103,9 @@ def stamps(args, doc):
     k = TunedKernel(doc, p, t)
     grid = p["grid"][0]
     ptrs = []
-    for name in (b"gemm_sm90_timeline", b"gemm_sm90_timeline_clk"):
+    if grid > CTAS:
+        raise SystemExit(f"{grid} CTAs: the timeline stamps the first {CTAS} only")
+    for name in (b"evotune_timeline", b"evotune_timeline_clk"):
         ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
         check(cuda.cuModuleGetGlobal_v2(ctypes.byref(ptr), ctypes.byref(size), k.module, name), "cuModuleGetGlobal")
         ptrs.append(ptr)
@@ -117,11 +136,37 @@ def stamps(args, doc):
     return out
 
 
-def cublas_events(args):
-    """cuBLAS (torch) on the same shape, timed as stamps() times the kernel: event time per mode."""
-    M, N, K = (int(x) for x in args.shape.split(","))
+def vendor(args):
+    """The vendor's kernel on the same problem (name, callable), or None: cuBLAS (torch.matmul) for
+    gemm_sm90, cuDNN's attention for 16-bit sdpa_fwd_sm90; none for FP8 attention."""
     dt = torch.bfloat16 if args.dtype == "bf16" else torch.float16
-    a, b = torch.randn(M, K, device="cuda", dtype=dt), torch.randn(K, N, device="cuda", dtype=dt)
+    if args.kernel == "gemm_sm90":
+        M, N, K = (int(x) for x in args.shape.split(","))
+        a, b = torch.randn(M, K, device="cuda", dtype=dt), torch.randn(K, N, device="cuda", dtype=dt)
+        return "cuBLAS", lambda: a @ b
+    if args.kernel != "sdpa_fwd_sm90":
+        return None
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    p = {k: int(v) for k, v in (kv.split("=") for kv in args.problem.split(","))}
+    B, H, S, D = p["B"], p["H"], p["S"], p["D"]
+    hkv, skv = p.get("HKV") or H, p.get("SKV") or S
+    q = torch.randn(B, H, S, D, device="cuda", dtype=dt)
+    k, v = (torch.randn(B, hkv, skv, D, device="cuda", dtype=dt) for _ in range(2))
+    kw = {"enable_gqa": hkv != H}
+    if p.get("CAUSAL") and S == skv:
+        kw["is_causal"] = True
+    elif p.get("CAUSAL"):
+        from torch.nn.attention.bias import causal_lower_right
+        kw["attn_mask"] = causal_lower_right(S, skv)
+
+    def run():
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    return "cuDNN", run
+
+
+def vendor_events(args, fn):
+    """fn timed as stamps() times the kernel: event time per mode."""
     cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     out = {}
     for mode in ("flush", "noflush"):
@@ -131,7 +176,7 @@ def cublas_events(args):
                 cache.zero_()
             if r >= args.warmup:
                 ev[r - args.warmup][0].record()
-            a @ b
+            fn()
             if r >= args.warmup:
                 ev[r - args.warmup][1].record()
         torch.cuda.synchronize()
@@ -139,8 +184,8 @@ def cublas_events(args):
     return out
 
 
-def summarise(tl, clk, ev_us):
-    """Median over launches of: event time, span (first entry to last exit), entry skew, each unit's
+def summarise_gemm(tl, clk, ev_us):
+    """gemm_sm90: median over launches of: event time, span (first entry to last exit), entry skew, each unit's
     MMA end and epilogue length across CTAs, the exit spread, and the SM-time fraction spent outside."""
     rows = []
     for rep, cyc in zip(tl, clk):
@@ -193,22 +238,75 @@ def summarise(tl, clk, ev_us):
     return med
 
 
+def summarise_sdpa(tl, clk, ev_us):
+    """sdpa_fwd_sm90 / sdpa_fp8_sm90 (the slots in its kernel.cu above kTlUnits): median over launches of
+    the event time, span, skew, exit spread, idle share, and each CTA's steps from its own entry (us)."""
+    units = 6  # kTlUnits
+    rows = []
+    for rep, cyc in zip(tl, clk):
+        t0 = rep[:, 0].min()
+        rel = (rep.astype(np.float64) - t0) / 1e3  # us from the first entry
+        rel[rep == 0] = np.nan
+        rel[:, 20] = np.where(rep[:, 20] > 0, rep[:, 20] - 1, np.nan)  # a count, not a time
+        entry, end = rel[:, 0], rel[:, 15]
+        span = np.nanmax(end)
+        row = {"span": span, "skew": np.nanmax(entry), "exit_min": np.nanmin(end), "exit_med": np.nanmedian(end),
+               "idle": 1 - np.nansum(end - entry) / (len(rep) * span)}
+
+        def since_entry(slot):
+            return np.nanmedian(rel[:, slot] - entry) if not np.all(np.isnan(rel[:, slot])) else np.nan
+        row["setup"] = since_entry(2)
+        row["pack"] = np.nanmedian(rel[:, 21] - rel[:, 2]) if not np.all(np.isnan(rel[:, 21])) else np.nan
+        row["p_start"], row["p_q"], row["p_k"] = since_entry(16), since_entry(17), since_entry(18)
+        row["u0_q"], row["u0_k"] = since_entry(3), since_entry(22)
+        for i in range(units):
+            taken, done = rel[:, 3 + 2 * i], rel[:, 4 + 2 * i]
+            if np.all(np.isnan(done)):
+                break
+            row[f"u{i}"] = np.nanmedian(done - taken)
+            if i + 1 < units and not np.all(np.isnan(rel[:, 5 + 2 * i])):
+                row[f"g{i}"] = np.nanmedian(rel[:, 5 + 2 * i] - done)
+        n = rel[:, 20]
+        last_done = np.array([r[4:4 + 2 * units:2][~np.isnan(r[4:4 + 2 * units:2])].max()
+                              if not np.all(np.isnan(r[4:4 + 2 * units:2])) else np.nan for r in rel])
+        # The tail only where the last unit finished is stamped (at most kTlUnits units).
+        row["tail"] = np.nanmedian(np.where(n <= units, end - last_done, np.nan)) if np.any(n <= units) else np.nan
+        row["units_med"], row["units_max"] = np.nanmedian(n), np.nanmax(n)
+        c = cyc.astype(np.float64) / 1e3
+        c[rep == 0] = np.nan
+        row["kc_u0"] = np.nanmedian(c[:, 4] - c[:, 3])
+        row["mhz"] = np.nanmedian((c[:, 4] - c[:, 3]) / (rel[:, 4] - rel[:, 3])) * 1e3
+        rows.append(row)
+    keys = rows[0].keys()
+    med = {k: float(np.median([r.get(k, np.nan) for r in rows])) for k in keys}
+    med["event"] = float(np.median(ev_us))
+    return med
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--evotune", help="evotune binary (default: $EVOTUNE, else build/evotune)")
-    ap.add_argument("--shape", required=True, help="M,N,K")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--config", action="append", required=True, help="gemm_sm90 config (repeatable)")
+    ap.add_argument("--kernel", default="gemm_sm90", choices=["gemm_sm90", "sdpa_fwd_sm90", "sdpa_fp8_sm90"])
+    ap.add_argument("--shape", help="gemm_sm90: M,N,K")
+    ap.add_argument("--problem", help="attention: B=..,H=..,S=..,D=..[,CAUSAL=1][,HKV=..][,SKV=..][,VT=1]")
+    ap.add_argument("--dtype", default="bf16", help="the output's type (FP8 attention: O's)")
+    ap.add_argument("--config", action="append", required=True, help="a config of the kernel (repeatable)")
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--npz", help="write the raw stamps here")
     args = ap.parse_args()
+    gemm = args.kernel == "gemm_sm90"
+    if gemm != bool(args.shape) or gemm == bool(args.problem):
+        ap.error("gemm_sm90 takes --shape M,N,K; the attention templates --problem B=..,H=..,S=..,D=..")
     args.evotune = evotune_binary(args.evotune)
     torch.zeros(1, device="cuda")
     tmp = tempfile.mkdtemp(prefix="evotune-tl-")
-    spec, db = dev_spec(tmp), os.path.join(tmp, "tl.db")
+    spec, db = dev_spec(args, tmp), os.path.join(tmp, "tl.db")
+    summarise = summarise_gemm if gemm else summarise_sdpa
     raw = {}
-    print("cuBLAS " + " ".join(f"{m}: event={v:.1f}" for m, v in cublas_events(args).items()), flush=True)
+    v = vendor(args)
+    if v:
+        print(f"{v[0]} " + " ".join(f"{m}: event={t:.1f}" for m, t in vendor_events(args, v[1]).items()), flush=True)
     for i, cfg in enumerate(args.config):
         res = stamps(args, tune_one(args, spec, db, cfg))
         for mode, (tl, clk, ev) in res.items():

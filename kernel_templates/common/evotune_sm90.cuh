@@ -764,4 +764,47 @@ __device__ __forceinline__ void cluster_sync() {
   cluster_wait();
 }
 
+// ------------------------------------------------------------ timeline build option
+
+// EVOTUNE_SM90_TIMELINE (a build option, never a tunable: tools/timeline.py
+// defines it in a copy of a template's spec; without it these are empty and
+// the machine code is the product's): per-CTA time stamps. A kernel stamps
+// %globaltimer into its CTA's row of 32 slots of evotune_timeline and the
+// SM's clock64 into the same slot of evotune_timeline_clk (cycles do not
+// depend on the clock the GPU happened to run at); what each slot means is
+// the kernel's to say (its comment above its first tl_mark). Slot 0 is the
+// entry and slot 1 the SM id (tl_start); a stamp of 0 reads as "not stamped".
+#if defined(EVOTUNE_SM90_TIMELINE)
+constexpr int kTimelineCtas = 4096;  // CTAs stamped (blockIdx.x below this)
+}  // namespace evotune_sm90
+extern "C" {  // unmangled: tools/timeline.py looks them up by name
+__device__ unsigned long long evotune_timeline[evotune_sm90::kTimelineCtas * 32];
+__device__ long long evotune_timeline_clk[evotune_sm90::kTimelineCtas * 32];
+}
+namespace evotune_sm90 {
+// From the calling thread (tl_mark: from thread 0 only); v != 0 stores v
+// itself (a count) in place of the time.
+__device__ __forceinline__ void tl_mark_any(int slot, unsigned long long v = 0) {
+  if (blockIdx.x >= (unsigned)kTimelineCtas) return;
+  if (v == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+    evotune_timeline_clk[blockIdx.x * 32 + slot] = clock64();
+  }
+  evotune_timeline[blockIdx.x * 32 + slot] = v;
+}
+__device__ __forceinline__ void tl_mark(int slot, unsigned long long v = 0) {
+  if (threadIdx.x == 0) tl_mark_any(slot, v);
+}
+__device__ __forceinline__ void tl_start() {
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  tl_mark(0);
+  tl_mark(1, 0x100000000ull | sm);
+}
+#else
+__device__ __forceinline__ void tl_mark_any(int, unsigned long long = 0) {}
+__device__ __forceinline__ void tl_mark(int, unsigned long long = 0) {}
+__device__ __forceinline__ void tl_start() {}
+#endif
+
 }  // namespace evotune_sm90

@@ -138,7 +138,7 @@
 // STAGES * stage bytes + epilogue staging + 256 (barriers).
 //
 // Build option (not a tunable; off in the product, which compiles without
-// it): GEMM_SM90_TIMELINE adds per-CTA time stamps for tools/timeline.py,
+// it): EVOTUNE_SM90_TIMELINE adds per-CTA time stamps for tools/timeline.py,
 // which defines it in a copy of the spec (see tl_mark below for the stamps).
 
 #include "evotune_ptx.cuh"
@@ -325,9 +325,8 @@ static_assert(!kRealignB || (!kTA && !kTB && CLUSTER_M == 1 && PRODUCER == 1 && 
               "PACK=2: row-major A and B, B not multicast, a 56-register producer warpgroup");
 static_assert(kRawSlots >= 2 && kRawSlots * 16 <= 64, "2..4 raw slots (their barriers fit their area)");
 
-// Timeline build option (tools/timeline.py compiles a copy of the spec
-// that defines GEMM_SM90_TIMELINE; without it these are empty and the
-// machine code is the product's): thread 0 of each CTA stamps %globaltimer
+// Timeline build option (EVOTUNE_SM90_TIMELINE, evotune_sm90.cuh; defined
+// by tools/timeline.py in a copy of the spec): thread 0 of each CTA stamps
 // into its row of 32: 0 entry, 1 SM id, then per unit i < 4 the end of its MMAs
 // (2 + 2i) and of its epilogue (3 + 2i); for the last unit, the epilogue's
 // start (10), its first staged piece fenced (EPILOGUE=2) or all pieces
@@ -336,36 +335,10 @@ static_assert(kRawSlots >= 2 && kRawSlots * 16 <= 64, "2..4 raw slots (their bar
 // producer's first loads issued, 17 thread 0 past the set-up barrier, 18 the
 // producer about to issue them, 19 the producer's leader starting; for units
 // 0 and 1, the cycles thread 0 waited on full barriers (+ 1), in all k-tiles
-// (20 + 2i) and in the first four (21 + 2i). Each time
-// stamp also records the SM's clock64 in gemm_sm90_timeline_clk (cycles do
-// not depend on the clock the GPU happened to run at).
-#if defined(GEMM_SM90_TIMELINE)
-extern "C" {  // unmangled: the probe looks it up by name
-__device__ unsigned long long gemm_sm90_timeline[1024 * 32];
-__device__ long long gemm_sm90_timeline_clk[1024 * 32];
-}
-// From the calling thread (tl_mark: from thread 0 only).
-__device__ __forceinline__ void tl_mark_any(int slot, unsigned long long v = 0) {
-  if (v == 0) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
-    gemm_sm90_timeline_clk[blockIdx.x * 32 + slot] = clock64();
-  }
-  gemm_sm90_timeline[blockIdx.x * 32 + slot] = v;
-}
-__device__ __forceinline__ void tl_mark(int slot, unsigned long long v = 0) {
-  if (threadIdx.x == 0) tl_mark_any(slot, v);
-}
-__device__ __forceinline__ void tl_start() {
-  unsigned sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  tl_mark(0);
-  tl_mark(1, 0x100000000ull | sm);
-}
-#else
-__device__ __forceinline__ void tl_mark_any(int, unsigned long long = 0) {}
-__device__ __forceinline__ void tl_mark(int, unsigned long long = 0) {}
-__device__ __forceinline__ void tl_start() {}
-#endif
+// (20 + 2i) and in the first four (21 + 2i).
+using evotune_sm90::tl_mark;
+using evotune_sm90::tl_mark_any;
+using evotune_sm90::tl_start;
 
 // Where this launch's work comes from: tiles, K split, grid of clusters.
 struct Sched {
@@ -1010,15 +983,15 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
   // TB=1: B K-major as A (BLOCK_N rows of 128 bytes per K sub-tile).
   const unsigned long long db0 = make_desc_sw128(smem + kStageBytesA, kTB ? 16 : kBoxBytesB, 1024);
   Ring prev = ring;  // stage of the previous k-tile, released one step late
-#if defined(GEMM_SM90_TIMELINE)
+#if defined(EVOTUNE_SM90_TIMELINE)
   long long waited = 0, waited_first = 0;  // cycles in the full-barrier waits: all, the first 4 k-tiles
 #endif
   for (int kt = 0; kt < k_tiles; ++kt) {
-#if defined(GEMM_SM90_TIMELINE)
+#if defined(EVOTUNE_SM90_TIMELINE)
     const long long t_wait = clock64();
 #endif
     mbar_wait(full0 + 8 * ring.stage, ring.phase);
-#if defined(GEMM_SM90_TIMELINE)
+#if defined(EVOTUNE_SM90_TIMELINE)
     const long long dt = clock64() - t_wait;
     waited += dt;
     if (kt < 4) waited_first += dt;
@@ -1052,7 +1025,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[kMIters][kAcc], Ring& ring
 #pragma unroll
     for (int j = 0; j < kAcc; ++j) fence_operand(acc[mi][j]);
   if (k_tiles > 0) release_stage(empty0 + 8 * prev.stage, s, wg_tid);
-#if defined(GEMM_SM90_TIMELINE)
+#if defined(EVOTUNE_SM90_TIMELINE)
   if (unit < 2) {  // + 1: a stamp of 0 reads as "not stamped"
     tl_mark(20 + 2 * unit, (unsigned long long)waited + 1);
     tl_mark(21 + 2 * unit, (unsigned long long)waited_first + 1);

@@ -220,6 +220,16 @@ constexpr int kSmemBytes = 1024 + kBarOffset + 256;  // alignment slack, tiles, 
 constexpr int kProducerThreads = PRODUCER ? 128 : 32;
 constexpr int kConsumerThreads = 128 * kCWG;
 constexpr int kThreads = kConsumerThreads + kProducerThreads;
+
+// Timeline build option (EVOTUNE_SM90_TIMELINE, evotune_sm90.cuh; defined by
+// tools/timeline.py in a copy of the spec; off in the product): thread 0
+// (consumer warpgroup 0) stamps into its CTA's row of 32: 0 entry, 1 SM id,
+// 2 past the set-up barrier, 21 past V_PACK's pass; for units i < kTlUnits,
+// the unit taken (its Q landed, 3 + 2i) and finished (its epilogue done and
+// O's stores issued, 4 + 2i); 22 the first unit's first key tile landed; 15
+// the consumers' exit; 20 the units taken + 1. The producer's thread: 16 its
+// start, 17 its first Q load issued, 18 its first K tile's, 19 its last load.
+constexpr int kTlUnits = 6;
 constexpr int kSAcc = kBN / 2;  // fp32 S accumulators per thread
 constexpr int kOAcc = kD / 2;   // fp32 O accumulators per thread
 constexpr int kKSlice = kFP8 ? 32 : 16;  // k of one wgmma (32 bytes of a row either way)
@@ -461,6 +471,7 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
   RingOf<kVRaw> raw;
 #endif
   unsigned q_phase = 0;
+  tl_mark_any(16);
   int next = first_unit(p);
   for (int k = 0; next < p.units; ++k) {
     const int u = next;
@@ -475,6 +486,7 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
 #pragma unroll
     for (int pn = 0; pn < kPanels; ++pn)
       tma_load_2d(sm.q + pn * kBM * kSw, tm_q, pn * kPanelCols, w.row_base + w.m0, sm.q_full);
+    if (k == 0) tl_mark_any(17);
     for (int t = w.t_begin; t < w.t_end; ++t) {
       mbar_wait(sm.k_empty + 8 * ring.stage, ring.phase ^ 1u);
       mbar_arrive_expect_tx(sm.k_full + 8 * ring.stage, kKVBytes);
@@ -516,9 +528,11 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
         tma_load_3d(sm.v_tile(ring.stage) + pn * kBN * kSw, tm_v, pn * kPanelCols, t * kBN, w.kv,
                     sm.v_full + 8 * ring.stage);
 #endif
+      if (k == 0 && t == w.t_begin) tl_mark_any(18);
       ring.next();
     }
   }
+  tl_mark_any(19);
   // No more units: an arrival without a tile.
   mbar_wait(sm.q_empty, q_phase ^ 1u);
   put_unit(counters, p.units);
@@ -815,6 +829,9 @@ struct Consumer {
     }
   }
 #endif
+#if defined(EVOTUNE_SM90_TIMELINE)
+  int tl_taken = 0, tl_done = 0;  // units taken and finished (the timeline's unit indices)
+#endif
   __device__ __forceinline__ float sl2(const Work& w) const {
 #if SDPA_FP8
     return w.sl2;
@@ -1010,6 +1027,9 @@ struct Consumer {
     using namespace evotune_sm90;
     turn_begin();
     mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+#if defined(EVOTUNE_SM90_TIMELINE)
+    if (tl_taken == 1) tl_mark(22);
+#endif
     issue_s(s, ring.stage);
     turn_end();
     wgmma_wait<0>();
@@ -1251,6 +1271,10 @@ struct Consumer {
           load_q_fragments();
           release(sm.q_empty);
         }
+#if defined(EVOTUNE_SM90_TIMELINE)
+        if (tl_taken < kTlUnits) evotune_sm90::tl_mark(3 + 2 * tl_taken);
+        ++tl_taken;
+#endif
         return true;
       }
       release(sm.q_empty);
@@ -1285,6 +1309,14 @@ struct Consumer {
     store(o, rs, w, O);
   }
 
+  // Timeline: a unit finished (its epilogue done, O's stores issued).
+  __device__ __forceinline__ void tl_finished() {
+#if defined(EVOTUNE_SM90_TIMELINE)
+    if (tl_done < kTlUnits) evotune_sm90::tl_mark(4 + 2 * tl_done);
+    ++tl_done;
+#endif
+  }
+
   __device__ __forceinline__ static void zero(float (&o)[kOAcc], RowState& rs) {
 #pragma unroll
     for (int i = 0; i < kOAcc; ++i) o[i] = 0.f;
@@ -1304,6 +1336,7 @@ struct Consumer {
       zero(o, rs);
       attend(o, rs, w, ring);
       finish(o, rs, w, O, workspace, counters, last_flags);
+      tl_finished();
     }
   }
 
@@ -1342,6 +1375,7 @@ struct Consumer {
       RowState rn{{neg_inf(), neg_inf()}, {0.f, 0.f}};
       step(s, o, pf, ring, prev, next, next.t_begin, rn, alpha);
       finish(o, rs, w, O, workspace, counters, last_flags);
+      tl_finished();
       zero(o, rs);
       rs = rn;
       w = next;
@@ -1350,6 +1384,7 @@ struct Consumer {
     }
     drain(o, pf, ring);
     finish(o, rs, w, O, workspace, counters, last_flags);
+    tl_finished();
   }
 
   __device__ __forceinline__ void run(evotune_elem_t* __restrict__ O, float* workspace, unsigned* counters,
@@ -1364,6 +1399,10 @@ struct Consumer {
     // that every arrival on a named barrier is matched.
     if (kPingPong && wg == 0) named_bar_sync(kBarTurn + 0, 256);
     stores_done();
+#if defined(EVOTUNE_SM90_TIMELINE)
+    tl_mark(15);
+    tl_mark(20, (unsigned long long)tl_taken + 1);
+#endif
   }
 };
 
@@ -1401,6 +1440,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   (void)Q;
   (void)K;
   (void)V;
+  tl_start();
   extern __shared__ __align__(128) unsigned char sdpa_smem[];
   // 128-byte swizzle atoms sit on 1024-byte boundaries; the spec adds the slack.
   const unsigned raw = smem_u32(sdpa_smem);
@@ -1455,8 +1495,10 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
   }
   __syncthreads();
 
+  tl_mark(2);
 #if SDPA_FP8 && V_PACK
   pack_vt(V, v_packed, B * HKV, SKV, pack_sync);
+  tl_mark(21);
   const EvotuneTmap* tm_vload = &tm_vp;
 #else
   const EvotuneTmap* tm_vload = &tm_v;

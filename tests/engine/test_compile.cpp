@@ -3,6 +3,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include <chrono>
 #include <thread>
@@ -375,6 +376,39 @@ TEST_CASE("the attention templates' search starts compile clean where they apply
     // short sequences) to neither.
     INFO(kernel);
     CHECK(compiled >= static_cast<int>(spec.starts.size()));
+  }
+}
+
+// tools/timeline.py builds the Hopper templates with EVOTUNE_SM90_TIMELINE
+// defined (per-CTA time stamps): that build compiles and carries the stamps'
+// tables, which the product build does not (it is left without them, its
+// machine code unchanged).
+TEST_CASE("the Hopper templates compile with the timeline build option, and without it carry no stamps",
+          "[compile]") {
+  TempCache cache;
+  DeviceTraits dev = DeviceTraits::for_arch(90);
+  const std::tuple<const char*, const char*, const char*> cases[] = {
+      {"gemm_sm90", "M=8192,N=1024,K=8192", "BLOCK_N=256,PERSISTENT=1"},
+      {"sdpa_fwd_sm90", "B=2,H=8,S=2048,D=64", "CONSUMER_WG=2,BLOCK_N=128,PERSISTENT=1,UNIT_OVERLAP=1,O_TMA=1"},
+      {"sdpa_fp8_sm90", "B=4,H=16,S=4096,D=128", "CONSUMER_WG=2,BLOCK_N=256,OVERLAP=0,PERSISTENT=1,V_PACK=1"},
+  };
+  for (const auto& [kernel, problem, config] : cases) {
+    INFO(kernel);
+    KernelSpec spec = load_kernel(kernel);
+    Problem p = spec.parse_problem(problem, Dtype::bf16);
+    Config cfg = spec.default_config();
+    for (const auto& [k, v] : Config::parse(config).values) cfg.values[k] = v;
+    REQUIRE(SearchSpace(spec, {p}, dev).valid(cfg));
+    const std::string arch = arch_for(90, spec.arch_specific);
+    CompileResult product = compile_config(spec, cfg, p, dev, arch);
+    INFO(product.log);
+    REQUIRE(product.ok);
+    CHECK(product.cubin.find("evotune_timeline") == std::string::npos);
+    spec.defines.emplace_back("EVOTUNE_SM90_TIMELINE", Expr::constant(Value(int64_t{1})));
+    CompileResult stamped = compile_config(spec, cfg, p, dev, arch);
+    INFO(stamped.log);
+    REQUIRE(stamped.ok);
+    CHECK(stamped.cubin.find("evotune_timeline_clk") != std::string::npos);
   }
 }
 
