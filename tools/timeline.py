@@ -166,7 +166,21 @@ def vendor(args):
 
 
 def vendor_events(args, fn):
-    """fn timed as stamps() times the kernel: event time per mode."""
+    """fn timed as stamps() times the kernel: event time per mode, replayed from a CUDA graph (PyTorch's
+    attention call alone takes the host longer than a short kernel takes the GPU)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    try:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        fn = graph.replay
+    except RuntimeError as e:  # not capturable here: timed as called
+        print(f"# {e.__class__.__name__}: {str(e).splitlines()[0][:120]}; timing the calls", file=sys.stderr)
     cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     out = {}
     for mode in ("flush", "noflush"):
@@ -253,29 +267,33 @@ def summarise_sdpa(tl, clk, ev_us):
         row = {"span": span, "skew": np.nanmax(entry), "exit_min": np.nanmin(end), "exit_med": np.nanmedian(end),
                "idle": 1 - np.nansum(end - entry) / (len(rep) * span)}
 
+        # Steps within a CTA by its SM's cycles (exact; %globaltimer ticks coarsely), in us at the
+        # clock the first unit ran at.
+        c = cyc.astype(np.float64)
+        c[rep == 0] = np.nan
+        mhz = np.nanmedian((c[:, 4] - c[:, 3]) / (rel[:, 4] - rel[:, 3]))
+
         def since_entry(slot):
-            return np.nanmedian(rel[:, slot] - entry) if not np.all(np.isnan(rel[:, slot])) else np.nan
+            return np.nanmedian((c[:, slot] - c[:, 0]) / mhz) if not np.all(np.isnan(c[:, slot])) else np.nan
         row["setup"] = since_entry(2)
-        row["pack"] = np.nanmedian(rel[:, 21] - rel[:, 2]) if not np.all(np.isnan(rel[:, 21])) else np.nan
+        row["pack"] = since_entry(21) - row["setup"]
         row["p_start"], row["p_q"], row["p_k"] = since_entry(16), since_entry(17), since_entry(18)
         row["u0_q"], row["u0_k"] = since_entry(3), since_entry(22)
         for i in range(units):
-            taken, done = rel[:, 3 + 2 * i], rel[:, 4 + 2 * i]
+            taken, done = c[:, 3 + 2 * i] / mhz, c[:, 4 + 2 * i] / mhz
             if np.all(np.isnan(done)):
                 break
             row[f"u{i}"] = np.nanmedian(done - taken)
-            if i + 1 < units and not np.all(np.isnan(rel[:, 5 + 2 * i])):
-                row[f"g{i}"] = np.nanmedian(rel[:, 5 + 2 * i] - done)
+            if i + 1 < units and not np.all(np.isnan(c[:, 5 + 2 * i])):
+                row[f"g{i}"] = np.nanmedian(c[:, 5 + 2 * i] / mhz - done)
         n = rel[:, 20]
         last_done = np.array([r[4:4 + 2 * units:2][~np.isnan(r[4:4 + 2 * units:2])].max()
                               if not np.all(np.isnan(r[4:4 + 2 * units:2])) else np.nan for r in rel])
         # The tail only where the last unit finished is stamped (at most kTlUnits units).
         row["tail"] = np.nanmedian(np.where(n <= units, end - last_done, np.nan)) if np.any(n <= units) else np.nan
         row["units_med"], row["units_max"] = np.nanmedian(n), np.nanmax(n)
-        c = cyc.astype(np.float64) / 1e3
-        c[rep == 0] = np.nan
-        row["kc_u0"] = np.nanmedian(c[:, 4] - c[:, 3])
-        row["mhz"] = np.nanmedian((c[:, 4] - c[:, 3]) / (rel[:, 4] - rel[:, 3])) * 1e3
+        row["kc_u0"] = np.nanmedian(c[:, 4] - c[:, 3]) / 1e3
+        row["mhz"] = mhz
         rows.append(row)
     keys = rows[0].keys()
     med = {k: float(np.median([r.get(k, np.nan) for r in rows])) for k in keys}
