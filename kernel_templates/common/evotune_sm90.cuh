@@ -168,6 +168,30 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 #endif
 }
 
+// As mbar_wait, polling without ever suspending the warp (test_wait in place
+// of try_wait), for a wait that is short when the pipeline keeps up: the
+// attention consumers' waits on the stages that TMA fills. A warp suspended
+// in try_wait there now and then resumed some 105-130 us after the phase had
+// completed, once in a CTA, at random CTAs of a launch (per-CTA exit times at
+// FP8 4,16,4096,128: 15-36 of 132 CTAs a launch 1.2x late; with V packed at
+// the start, 696 against 607 us; docs/MEASUREMENTS.md, 2026-11-30). A
+// suspension-time hint of 2 us did not bound it. Long waits (a producer
+// waiting for a free stage) keep mbar_wait: a polling warp takes issue slots
+// from the warps computing beside it.
+__device__ __forceinline__ void mbar_wait_spin(unsigned bar, unsigned parity) {
+#if EVOTUNE_SM90
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "EVOTUNE_MBAR_SPIN_%=:\n"
+      "mbarrier.test_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra EVOTUNE_MBAR_SPIN_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+
 // Arrival on the mbarrier at the same shared-memory offset in CTA `cta` of
 // this cluster (cta may be this CTA). Release at CTA scope: the arrival
 // frees shared memory that this thread's wgmmas have finished reading (their

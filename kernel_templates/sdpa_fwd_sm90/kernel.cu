@@ -1026,7 +1026,7 @@ struct Consumer {
                                         float (&alpha)[2]) {
     using namespace evotune_sm90;
     turn_begin();
-    mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+    mbar_wait_spin(sm.k_full + 8 * ring.stage, ring.phase);
 #if defined(EVOTUNE_SM90_TIMELINE)
     if (tl_taken == 1) tl_mark(22);
 #endif
@@ -1048,9 +1048,9 @@ struct Consumer {
                                        const Ring& prev, const Work& w, int t, RowState& rs, float (&alpha)[2]) {
     using namespace evotune_sm90;
     turn_begin();
-    mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+    mbar_wait_spin(sm.k_full + 8 * ring.stage, ring.phase);
     issue_s(s, ring.stage);
-    mbar_wait(sm.v_full + 8 * prev.stage, prev.phase);
+    mbar_wait_spin(sm.v_full + 8 * prev.stage, prev.phase);
     issue_pv(o, pf, sm, prev.stage);
     turn_end();
     wgmma_wait<1>();
@@ -1068,7 +1068,7 @@ struct Consumer {
   __device__ __forceinline__ void drain(float (&o)[kOAcc], unsigned (&pf)[kPK][4], const Ring& ring) {
     using namespace evotune_sm90;
     turn_begin();
-    mbar_wait(sm.v_full + 8 * ring.stage, ring.phase);
+    mbar_wait_spin(sm.v_full + 8 * ring.stage, ring.phase);
     issue_pv(o, pf, sm, ring.stage);
     turn_end();
     wgmma_wait<0>();
@@ -1098,7 +1098,7 @@ struct Consumer {
       ring.next();
     } else {
       for (int i = 0; i < n; ++i) {
-        mbar_wait(sm.k_full + 8 * ring.stage, ring.phase);
+        mbar_wait_spin(sm.k_full + 8 * ring.stage, ring.phase);
         issue_s(s, ring.stage);
         wgmma_wait<0>();
         fence_all(s);
@@ -1109,7 +1109,7 @@ struct Consumer {
         softmax(s, rs, alpha, w);
         rescale(o, alpha);
         pack_p(s, pf);
-        mbar_wait(sm.v_full + 8 * ring.stage, ring.phase);
+        mbar_wait_spin(sm.v_full + 8 * ring.stage, ring.phase);
         issue_pv(o, pf, sm, ring.stage);
         wgmma_wait<0>();
         fence_all(o);
