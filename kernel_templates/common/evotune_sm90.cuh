@@ -153,18 +153,23 @@ __device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity) {
 // sits inside one asm statement: to the compiler it is a single instruction,
 // not a loop whose exit differs per thread, so code after a wait keeps
 // warp-uniform values in uniform registers (the wgmma descriptors of a
-// mainloop) instead of recomputing them per thread.
+// mainloop) instead of recomputing them per thread. OP: try_wait (mbar_wait)
+// or test_wait (mbar_wait_spin).
+#define EVOTUNE_MBAR_WAIT_LOOP(OP)                                                     \
+  asm volatile(                                                                        \
+      "{\n"                                                                            \
+      ".reg .pred p;\n"                                                                \
+      "EVOTUNE_MBAR_WAIT_%=:\n"                                                        \
+      "mbarrier." OP ".parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"              \
+      "@!p bra EVOTUNE_MBAR_WAIT_%=;\n"                                                \
+      "}\n" ::"r"(bar),                                                                \
+      "r"(parity)                                                                      \
+      : "memory")
+
+// The warp may be suspended while it waits (try_wait): for long waits.
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 #if EVOTUNE_SM90
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "EVOTUNE_MBAR_WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra EVOTUNE_MBAR_WAIT_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+  EVOTUNE_MBAR_WAIT_LOOP("try_wait");
 #endif
 }
 
@@ -180,15 +185,7 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 // from the warps computing beside it.
 __device__ __forceinline__ void mbar_wait_spin(unsigned bar, unsigned parity) {
 #if EVOTUNE_SM90
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "EVOTUNE_MBAR_SPIN_%=:\n"
-      "mbarrier.test_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra EVOTUNE_MBAR_SPIN_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+  EVOTUNE_MBAR_WAIT_LOOP("test_wait");
 #endif
 }
 
