@@ -1267,6 +1267,68 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
   return s;
 }
 
+namespace {
+
+// The names a source includes in quotes (#include "name"), in order.
+std::vector<std::string> quoted_includes(const std::string& text) {
+  std::vector<std::string> names;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    if (line.empty() || line[0] != '#') continue;
+    line = trim(line.substr(1));
+    if (!starts_with(line, "include")) continue;
+    line = trim(line.substr(7));
+    if (line.size() < 2 || line[0] != '"') continue;
+    size_t close = line.find('"', 1);
+    if (close != std::string::npos && close > 1) names.push_back(line.substr(1, close - 1));
+  }
+  return names;
+}
+
+// A user's kernel's own headers: every file that its source or reference
+// includes by a quoted name, looked for in the including file's folder and
+// then in the spec's include folders (as a compiler would), read once here
+// and handed to NVRTC as text, transitively. So NVRTC compiles exactly what
+// was read, and the compile cache's key and the kernel's content hash cover
+// it: an edited header makes another kernel, never a cached cubin of the
+// old one. A name found nowhere is left to the built-in helpers (registry:
+// evotune_ptx.cuh, ...) and NVRTC's include path; a file found here takes the
+// place of a built-in helper of the same name.
+void add_user_headers(KernelSpec& s, const std::filesystem::path& spec_dir) {
+  namespace fs = std::filesystem;
+  struct Includer {
+    std::string text;
+    fs::path dir;
+  };
+  std::vector<Includer> pending = {{s.source_text, (spec_dir / s.source_name).parent_path()},
+                                   {s.reference.source_text, (spec_dir / s.reference.source_name).parent_path()}};
+  std::set<std::string> found;
+  while (!pending.empty()) {
+    Includer inc = std::move(pending.back());
+    pending.pop_back();
+    for (const std::string& name : quoted_includes(inc.text)) {
+      if (found.count(name)) continue;
+      std::vector<fs::path> dirs = {inc.dir};
+      dirs.insert(dirs.end(), s.include_dirs.begin(), s.include_dirs.end());
+      for (const fs::path& d : dirs) {
+        const fs::path f = (d / name).lexically_normal();
+        std::error_code ec;
+        if (!fs::is_regular_file(f, ec)) continue;
+        found.insert(name);
+        s.headers.emplace_back(name, read_file(f.string()));
+        pending.push_back({s.headers.back().second, f.parent_path()});
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 KernelSpec load_spec_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::string text;
@@ -1279,6 +1341,11 @@ KernelSpec load_spec_file(const std::string& path) {
   KernelSpec s = parse_spec(text, path, [&](const std::string& rel) { return read_file((dir / rel).string()); });
   for (auto& inc : s.include_dirs) inc = (dir / inc).lexically_normal().string();
   s.include_dirs.insert(s.include_dirs.begin(), dir.string());
+  try {
+    add_user_headers(s, dir);
+  } catch (const std::exception& e) {
+    throw UsageError(std::string("cannot read a header of ") + path + ": " + e.what());
+  }
   return s;
 }
 

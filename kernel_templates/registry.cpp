@@ -22,10 +22,16 @@ bool is_builtin(const std::string& name) {
 // The shared device helpers (evotune_ptx.cuh, ...) are available to every
 // kernel, built-in or the user's, as #include "name". A kernel gets only
 // those it includes (directly or through another), so adding a helper does
-// not change the identity (content hash) of kernels that never use it.
+// not change the identity (content hash) of kernels that never use it. A
+// header of the user's own of the same name (already in s.headers, read by
+// load_spec_file) is kept in its place.
 void add_common_headers(KernelSpec& s) {
   std::vector<std::string> pending = {s.source_text, s.reference.source_text};
   std::set<std::string> added;
+  for (const auto& [name, text] : s.headers) {
+    added.insert(name);
+    pending.push_back(text);
+  }
   while (!pending.empty()) {
     std::string text = pending.back();
     pending.pop_back();

@@ -299,6 +299,46 @@ TEST_CASE("a spec file on disk resolves its sources next to it", "[spec]") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a spec file's own headers are read with it, transitively, and are part of its identity", "[spec]") {
+  evotune_test::TempDir t;
+  const auto& d = t.path;
+  std::filesystem::create_directories(d / "inc" / "sub");
+  std::ofstream(d / "spec.toml") << replace(kSpec, "entry = \"toy\"\n", "entry = \"toy\"\nincludes = [\"inc\"]\n");
+  // Found next to the source, in an include folder, next to the header that
+  // includes it; a system header and a built-in helper left alone.
+  std::ofstream(d / "k.cu") << "#include <cuda_fp16.h>\n#  include \"a.cuh\"\n#include \"evotune_ptx.cuh\"\n"
+                               "// #include \"commented.cuh\"\n";
+  std::ofstream(d / "inc" / "a.cuh") << "#include \"sub/b.cuh\"\n#define A 1\n";
+  std::ofstream(d / "inc" / "sub" / "b.cuh") << "#define B 2\n";
+  std::ofstream(d / "r.cu") << "#include \"r.cuh\"\n";
+  std::ofstream(d / "r.cuh") << "#define R 3\n";
+  std::ofstream(d / "commented.cuh") << "#define C 4\n";
+  const std::string spec = (d / "spec.toml").string();
+  auto header = [](const KernelSpec& s, const std::string& name) -> std::string {
+    for (const auto& [n, text] : s.headers)
+      if (n == name) return text;
+    return "(absent)";
+  };
+  KernelSpec s = load_kernel(spec);
+  CHECK(header(s, "a.cuh") == "#include \"sub/b.cuh\"\n#define A 1\n");
+  CHECK(header(s, "sub/b.cuh") == "#define B 2\n");
+  CHECK(header(s, "r.cuh") == "#define R 3\n");
+  CHECK(header(s, "evotune_ptx.cuh") == embedded_file("kernel_templates/common/evotune_ptx.cuh"));
+  CHECK(header(s, "commented.cuh") == "(absent)");
+  CHECK(header(s, "cuda_fp16.h") == "(absent)");
+  // An edited header is another kernel.
+  const std::string before = s.content_hash();
+  std::ofstream(d / "inc" / "sub" / "b.cuh") << "#define B 3\n";
+  CHECK(load_kernel(spec).content_hash() != before);
+  // A file of the user's own takes the place of a built-in helper of its name.
+  std::ofstream(d / "evotune_ptx.cuh") << "// mine\n";
+  KernelSpec mine = load_kernel(spec);
+  CHECK(header(mine, "evotune_ptx.cuh") == "// mine\n");
+  size_t copies = 0;
+  for (const auto& [n, text] : mine.headers) copies += n == "evotune_ptx.cuh";
+  CHECK(copies == 1);
+}
+
 TEST_CASE("numbers in shapes, check shapes and configs are decimal, never octal", "[spec]") {
   CHECK(parse_int("0") == 0);
   CHECK(parse_int("-3") == -3);

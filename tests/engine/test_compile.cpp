@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 #include "core/spec.hpp"
+#include "core/strings.hpp"
 
 #include "engine/compile_cache.hpp"
 #include "engine/compile_service.hpp"
@@ -169,6 +170,33 @@ TEST_CASE("the compile cache returns the same cubin and survives a damaged entry
   CompileResult bad2 = compile(bad);
   CHECK(bad2.cache_hit);
   CHECK_FALSE(bad2.ok);
+}
+
+TEST_CASE("a user's kernel is compiled again when a header it includes changes, never served from the cache",
+          "[compile]") {
+  TempCache cache;
+  const std::filesystem::path d = cache.dir / "kernel";
+  std::filesystem::create_directories(d);
+  // The example's spec, its kernel including a header of its own.
+  const std::string ex = evotune_test::source_dir() + "/examples/transpose/";
+  std::filesystem::copy_file(ex + "spec.toml", d / "spec.toml");
+  std::filesystem::copy_file(ex + "reference.cu", d / "reference.cu");
+  std::ofstream(d / "kernel.cu") << "#include \"tile.cuh\"\n" << read_file(ex + "kernel.cu");
+  std::ofstream(d / "tile.cuh") << "#define TILE_NOTE 1\n";
+  auto build = [&] {
+    KernelSpec spec = load_kernel((d / "spec.toml").string());
+    Problem p = spec.parse_problem("M=100,N=70", Dtype::fp32);
+    return compile_config(spec, spec.default_config(), p, DeviceTraits::for_arch(90), "sm_90");
+  };
+  CompileResult first = build();
+  INFO(first.log);
+  REQUIRE(first.ok);
+  CHECK(build().cache_hit);
+  std::ofstream(d / "tile.cuh") << "this is not C++\n";
+  CompileResult edited = build();
+  CHECK_FALSE(edited.cache_hit);
+  CHECK_FALSE(edited.ok);
+  CHECK(edited.log.find("tile.cuh") != std::string::npos);
 }
 
 TEST_CASE("architecture names parse", "[compile]") {
