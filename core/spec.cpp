@@ -1269,9 +1269,9 @@ KernelSpec parse_spec(const std::string& text, const std::string& origin,
 
 namespace {
 
-// The names a source includes in quotes (#include "name"), in order.
-std::vector<std::string> quoted_includes(const std::string& text) {
-  std::vector<std::string> names;
+// The names a source includes, in order: "name" (quoted: true) or <name>.
+std::vector<std::pair<std::string, bool>> included_names(const std::string& text) {
+  std::vector<std::pair<std::string, bool>> names;
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -1282,16 +1282,18 @@ std::vector<std::string> quoted_includes(const std::string& text) {
     line = trim(line.substr(1));
     if (!starts_with(line, "include")) continue;
     line = trim(line.substr(7));
-    if (line.size() < 2 || line[0] != '"') continue;
-    size_t close = line.find('"', 1);
-    if (close != std::string::npos && close > 1) names.push_back(line.substr(1, close - 1));
+    if (line.size() < 2 || (line[0] != '"' && line[0] != '<')) continue;
+    const bool quoted = line[0] == '"';
+    size_t close = line.find(quoted ? '"' : '>', 1);
+    if (close != std::string::npos && close > 1) names.emplace_back(line.substr(1, close - 1), quoted);
   }
   return names;
 }
 
 // A user's kernel's own headers: every file that its source or reference
-// includes by a quoted name, looked for in the including file's folder and
-// then in the spec's include folders (as a compiler would), read once here
+// includes, looked for as a compiler would (a quoted name in the including
+// file's folder, then in the spec's folder and include folders; <name> in
+// those folders only), read once here
 // and handed to NVRTC as text, transitively. So NVRTC compiles exactly what
 // was read, and the compile cache's key and the kernel's content hash cover
 // it: an edited header makes another kernel, never a cached cubin of the
@@ -1310,9 +1312,10 @@ void add_user_headers(KernelSpec& s, const std::filesystem::path& spec_dir) {
   while (!pending.empty()) {
     Includer inc = std::move(pending.back());
     pending.pop_back();
-    for (const std::string& name : quoted_includes(inc.text)) {
+    for (const auto& [name, quoted] : included_names(inc.text)) {
       if (found.count(name)) continue;
-      std::vector<fs::path> dirs = {inc.dir};
+      std::vector<fs::path> dirs;
+      if (quoted) dirs.push_back(inc.dir);
       dirs.insert(dirs.end(), s.include_dirs.begin(), s.include_dirs.end());
       for (const fs::path& d : dirs) {
         const fs::path f = (d / name).lexically_normal();

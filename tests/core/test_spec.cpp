@@ -309,7 +309,10 @@ TEST_CASE("a spec file's own headers are read with it, transitively, and are par
   std::ofstream(d / "k.cu") << "#include <cuda_fp16.h>\n#  include \"a.cuh\"\n#include \"evotune_ptx.cuh\"\n"
                                "// #include \"commented.cuh\"\n";
   std::ofstream(d / "inc" / "a.cuh") << "#include \"sub/b.cuh\"\n#define A 1\n";
-  std::ofstream(d / "inc" / "sub" / "b.cuh") << "#define B 2\n";
+  // <name> from the include folders, not the includer's own (where "name" would be found first).
+  std::ofstream(d / "inc" / "sub" / "b.cuh") << "#include <c.cuh>\n#define B 2\n";
+  std::ofstream(d / "inc" / "sub" / "c.cuh") << "#define C 6\n";
+  std::ofstream(d / "inc" / "c.cuh") << "#define C 5\n";
   std::ofstream(d / "r.cu") << "#include \"r.cuh\"\n";
   std::ofstream(d / "r.cuh") << "#define R 3\n";
   std::ofstream(d / "commented.cuh") << "#define C 4\n";
@@ -321,7 +324,8 @@ TEST_CASE("a spec file's own headers are read with it, transitively, and are par
   };
   KernelSpec s = load_kernel(spec);
   CHECK(header(s, "a.cuh") == "#include \"sub/b.cuh\"\n#define A 1\n");
-  CHECK(header(s, "sub/b.cuh") == "#define B 2\n");
+  CHECK(header(s, "sub/b.cuh") == "#include <c.cuh>\n#define B 2\n");
+  CHECK(header(s, "c.cuh") == "#define C 5\n");
   CHECK(header(s, "r.cuh") == "#define R 3\n");
   CHECK(header(s, "evotune_ptx.cuh") == embedded_file("kernel_templates/common/evotune_ptx.cuh"));
   CHECK(header(s, "commented.cuh") == "(absent)");
