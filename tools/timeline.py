@@ -23,6 +23,9 @@ Needs:  a Hopper GPU (sm_90a); PyTorch and numpy; an evotune binary
         (--evotune, else $EVOTUNE, else build/evotune).
 Run:    tools/timeline.py --shape 8192,1024,8192 --config BLOCK_N=256,PERSISTENT=1 --config ...
         tools/timeline.py --kernel sdpa_fwd_sm90 --problem B=2,H=8,S=2048,D=64 --dtype fp16 --config ...
+        --templates DIR builds a changed copy of kernel_templates/, --option -DNAME=1 adds a define.
+        Stamps change the code around them: a slow path that the product build
+        takes may not show in the stamped build (docs/MEASUREMENTS.md, 2026-11-30).
         --npz FILE keeps the raw stamps (per config and mode).
 Prints: the vendor's event time per mode (us); then per config and mode
         (flush, noflush) one line of medians over launches: event time and
@@ -70,11 +73,22 @@ CTAS = 4096  # CTAs stamped (its kTimelineCtas)
 
 
 def dev_spec(args, tmp):
-    """kernel_templates/ in tmp, the kernel's spec there with the timeline compiled in."""
-    shutil.copytree(os.path.join(ROOT, "kernel_templates"), os.path.join(tmp, "kernel_templates"))
+    """kernel_templates/ (or --templates) in tmp, the kernel's spec there with the timeline compiled in."""
+    shutil.copytree(args.templates or os.path.join(ROOT, "kernel_templates"), os.path.join(tmp, "kernel_templates"))
     path = os.path.join(tmp, "kernel_templates", args.kernel, "spec.toml")
     with open(path) as f:
         text = f.read()
+    kernel_keys = []
+    if args.templates and "\nincludes = " not in text:
+        kernel_keys.append('includes = ["../common"]')  # the copy's own common headers, not the binary's
+    if args.option:
+        flags = ", ".join(json.dumps(o) for o in args.option)
+        if "\noptions = [" in text:
+            text = text.replace("\noptions = [", f"\noptions = [{flags}, ", 1)
+        else:
+            kernel_keys.append(f"options = [{flags}]")
+    if kernel_keys:
+        text = text.replace("[kernel]\n", "[kernel]\n" + "".join(k + "\n" for k in kernel_keys), 1)
     # The stamps cost a 40-register producer warpgroup a few spilled bytes.
     text = text.replace("max_spill_bytes = 0", "max_spill_bytes = 128").replace("max_stack = 0", "max_stack = 128")
     define = 'EVOTUNE_SM90_TIMELINE = "1"\n'
@@ -312,6 +326,10 @@ if __name__ == "__main__":
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--npz", help="write the raw stamps here")
+    ap.add_argument("--templates", help="build from this kernel_templates/ tree instead (a changed copy; its "
+                                        "common/ headers take the place of the binary's)")
+    ap.add_argument("--option", action="append", default=[],
+                    help="a compiler option for the kernel, e.g. -DNAME=1 (repeatable)")
     args = ap.parse_args()
     gemm = args.kernel == "gemm_sm90"
     if gemm != bool(args.shape) or gemm == bool(args.problem):
