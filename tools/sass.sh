@@ -15,7 +15,11 @@
 #         parameters (the others take their defaults).
 # Prints: `cuobjdump -sass` of the kernel's cubins on stdout (one per variant
 #         the run compiles, e.g. for a check shape that needs other defines;
-#         the reference kernel's are left out); evotune's output on failure.
+#         the reference kernel's are left out), in no fixed order (the order of
+#         their cache keys, which change with the source); evotune's output on
+#         failure. SASS_HASH=1: one line a cubin instead, sorted, "md5 of its
+#         instructions, function, instruction count", to check that a change
+#         leaves the machine code as it was.
 set -euo pipefail
 source "$(dirname "$0")/evotune_path.sh"
 command -v cuobjdump >/dev/null && command -v nvdisasm >/dev/null ||
@@ -36,7 +40,12 @@ found=0
 while IFS= read -r f; do
   s=$(cuobjdump -sass "$f")
   if ! grep -qE 'Function : .*_reference$' <<<"$s"; then
-    printf '%s\n' "$s"
+    if [ "${SASS_HASH:-0}" = 1 ]; then
+      ins=$(grep -E '^\s+/\*[0-9a-f]+\*/' <<<"$s" | sed 's/ *;.*//')
+      echo "$(md5sum <<<"$ins" | cut -c1-32) $(grep -oE 'Function : \S+' <<<"$s" | head -1 | cut -d' ' -f3) $(wc -l <<<"$ins")"
+    else
+      printf '%s\n' "$s"
+    fi >>"$dir/out"
     found=1
   fi
 done < <(find "$dir/cache" -name '*.cubin')
@@ -45,3 +54,4 @@ if [ $found = 0 ]; then
   cat "$dir/run.log" >&2
   exit 1
 fi
+if [ "${SASS_HASH:-0}" = 1 ]; then sort "$dir/out"; else cat "$dir/out"; fi

@@ -18,7 +18,9 @@
 //    and V tiles (3-D maps over [B*HKV, SKV, D], zero-filled past SKV) into a
 //    STAGES-deep ring, all in the 128-byte swizzle as 64-column panels. K and V
 //    of a stage fill and free on separate mbarriers: Q·Kᵀ starts before V
-//    lands, and the next K loads as soon as Q·Kᵀ is done with the last.
+//    lands, and the next K loads as soon as Q·Kᵀ is done with the last. The
+//    consumers poll the full stages (mbar_wait_spin: a warp suspended there
+//    now and then resumed ~115 us late); the producer's waits may suspend.
 //  * Math. S = Q·Kᵀ is wgmma m64nBLOCK_Nk16 with Q from shared memory (or from
 //    registers, Q_IN_REGS=1) and K K-major; the online softmax runs on the
 //    accumulators in registers (exp2 with the scale folded in, row max across a
