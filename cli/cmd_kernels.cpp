@@ -93,6 +93,11 @@ void describe_header(const KernelSpec& s, const KernelSummary& k, const DeviceTr
   out << "  source       " << s.source_name << " (entry " << s.entry << "), reference " << s.reference.source_name
       << " (entry " << s.reference.entry << ")\n";
   out << "  origin       " << s.origin << "\n";
+  if (!s.headers.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, text] : s.headers) names.push_back(name);
+    out << "  headers      " << join(names, ", ") << "\n";
+  }
   out << "  dims         " << k.dims;
   for (const auto& [n, v] : s.dim_defaults) out << ", " << n << " (default " << v << ")";
   out << "\n  dtypes       " << k.dtypes << "\n";

@@ -94,6 +94,7 @@ TEST_CASE("kernels lists the built-ins and describes one", "[cli]") {
   REQUIRE(d.code == 0);
   for (const char* what : {"BLOCK_M", "PRODUCER_WARPS", "SPLIT_KV", "constraints", "tolerances", "resource gates"})
     CHECK(d.out.find(what) != std::string::npos);
+  CHECK(d.out.find("headers      evotune_ptx.cuh") != std::string::npos);  // what the kernel is compiled with
   Result bad = run_cli("kernels nope");
   CHECK(bad.code == 2);
   CHECK(bad.out.find("unknown kernel 'nope'") != std::string::npos);
