@@ -209,7 +209,7 @@ struct GpuSession::Candidate {
   struct PerProblem {
     std::vector<GuardedBuffer> scratch;
     std::vector<std::string> scratch_names;
-    std::unique_ptr<Launcher> launcher;
+    std::array<std::unique_ptr<Launcher>, kDraws> launchers;  // per draw, the scratch shared
     long long launches = 0;
   };
   std::vector<PerProblem> problems;
@@ -246,44 +246,51 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
     ++problem_salt;
     ProblemState st;
     st.setup = ps;
-    for (const BufferPlan& b : ps.buffers) {
-      const uint64_t seed = req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + b.salt;
-      GuardedBuffer buf = allocate(static_cast<size_t>(b.count) * static_cast<size_t>(elem_bytes(b.elem)), seed);
-      if (b.role == ArgRole::in)
-        fill(buf.data(), b.elem, b.count, b.init, b.scale, b.offset, seed);
-      else
-        poison(buf.data(), b.elem, b.count);
-      st.buffers.emplace(b.name, std::move(buf));
-    }
-    // The reference, once per problem.
-    const LaunchPlan& ref = ps.reference;
-    if (ref.cubin < 1 || static_cast<size_t>(ref.cubin) >= req.cubins.size())
-      throw EngineError("setup names reference cubin " + std::to_string(ref.cubin) + " that it does not carry");
-    CUfunction fn = reference_modules_[static_cast<size_t>(ref.cubin - 1)].function(ref.entry);
-    std::string geo = geometry_problem(ref.dims);
-    if (!geo.empty()) throw EngineError("reference launch on " + ps.label + ": " + geo);
-    // Always opt in: 48 KiB of dynamic shared memory is the default limit
-    // only for kernels without static shared memory.
-    if (ref.dims.smem > 0)
-      cuda::check(cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                  static_cast<int>(ref.dims.smem)),
-                  "reference: raising the dynamic shared memory limit");
-    static const std::vector<GuardedBuffer> no_scratch;
-    st.reference = std::make_unique<Launcher>(fn, ref, st.buffers, no_scratch);
-    cuda::check(st.reference->launch(stream_->get()), ("launching the reference on " + ps.label).c_str());
-    sync(("the reference kernel on " + ps.label).c_str());
-    for (const auto& [name, buf] : st.buffers) {
-      std::string damage = guard_damage(buf, name);
-      if (!damage.empty()) throw EngineError("the reference kernel on " + ps.label + " " + damage);
-    }
-    for (const BufferPlan& b : ps.buffers)
-      if (b.role == ArgRole::in || ends_with(b.name, ".ref")) st.checksums[b.name] = checksum(st.buffers.at(b.name));
+    for (size_t d = 0; d < kDraws; ++d)
+      st.draws[d] =
+          draw_data(ps, req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + d * 0xD1B54A32D192ED03ULL);
     problems_.push_back(std::move(st));
   }
   sync("setting up the problems");
 }
 
 GpuSession::~GpuSession() = default;
+
+GpuSession::DataSet GpuSession::draw_data(const ProblemSetup& ps, uint64_t seed_base) {
+  DataSet ds;
+  for (const BufferPlan& b : ps.buffers) {
+    const uint64_t seed = seed_base + b.salt;
+    GuardedBuffer buf = allocate(static_cast<size_t>(b.count) * static_cast<size_t>(elem_bytes(b.elem)), seed);
+    if (b.role == ArgRole::in)
+      fill(buf.data(), b.elem, b.count, b.init, b.scale, b.offset, seed);
+    else
+      poison(buf.data(), b.elem, b.count);
+    ds.buffers.emplace(b.name, std::move(buf));
+  }
+  const LaunchPlan& ref = ps.reference;
+  if (ref.cubin < 1 || static_cast<size_t>(ref.cubin) > reference_modules_.size())
+    throw EngineError("setup names reference cubin " + std::to_string(ref.cubin) + " that it does not carry");
+  CUfunction fn = reference_modules_[static_cast<size_t>(ref.cubin - 1)].function(ref.entry);
+  std::string geo = geometry_problem(ref.dims);
+  if (!geo.empty()) throw EngineError("reference launch on " + ps.label + ": " + geo);
+  // Always opt in: 48 KiB of dynamic shared memory is the default limit
+  // only for kernels without static shared memory.
+  if (ref.dims.smem > 0)
+    cuda::check(cuda::driver().funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                static_cast<int>(ref.dims.smem)),
+                "reference: raising the dynamic shared memory limit");
+  static const std::vector<GuardedBuffer> no_scratch;
+  ds.reference = std::make_unique<Launcher>(fn, ref, ds.buffers, no_scratch);
+  cuda::check(ds.reference->launch(stream_->get()), ("launching the reference on " + ps.label).c_str());
+  sync(("the reference kernel on " + ps.label).c_str());
+  for (const auto& [name, buf] : ds.buffers) {
+    std::string damage = guard_damage(buf, name);
+    if (!damage.empty()) throw EngineError("the reference kernel on " + ps.label + " " + damage);
+  }
+  for (const BufferPlan& b : ps.buffers)
+    if (b.role == ArgRole::in || ends_with(b.name, ".ref")) ds.checksums[b.name] = checksum(ds.buffers.at(b.name));
+  return ds;
+}
 
 void GpuSession::sync(const char* what) {
   cuda::check(cudaStreamSynchronize(stream_->get()), what);
@@ -497,7 +504,8 @@ GpuSession::Candidate GpuSession::load(const EvalRequest& req) {
         pp.scratch_names.push_back(sp.name.empty() ? "scratch" : sp.name);
         fill(pp.scratch.back().data(), sp.elem, count, sp.init, 1.0, 0.0, 12345);
       }
-      pp.launcher = std::make_unique<Launcher>(fn, lp, st.buffers, pp.scratch);
+      for (size_t d = 0; d < kDraws; ++d)
+        pp.launchers[d] = std::make_unique<Launcher>(fn, lp, st.draws[d].buffers, pp.scratch);
     } catch (const EngineError& e) {
       throw Fault{TrialStatus::launch_error, st.setup.label + ": " + e.what()};
     }
@@ -511,19 +519,20 @@ const BufferPlan& GpuSession::buffer_plan(size_t pi, const std::string& name) co
   throw EngineError("set-up has no buffer " + name);
 }
 
-void GpuSession::poison_outputs(size_t pi) {
+void GpuSession::poison_outputs(size_t pi, size_t draw) {
   for (const auto& name : problems_[pi].setup.outputs)
-    poison(problems_[pi].buffers.at(name).data(), buffer_plan(pi, name).elem, buffer_plan(pi, name).count);
+    poison(problems_[pi].draws[draw].buffers.at(name).data(), buffer_plan(pi, name).elem, buffer_plan(pi, name).count);
 }
 
-ErrorStats GpuSession::compare_outputs(size_t pi, int64_t& total_count) {
+ErrorStats GpuSession::compare_outputs(size_t pi, int64_t& total_count, size_t draw) {
   ProblemState& st = problems_[pi];
+  const auto& buffers = st.draws[draw].buffers;
   ErrorStats total;
   double weighted_mean = 0;
   total_count = 0;
   for (const auto& name : st.setup.outputs) {
     const BufferPlan& b = buffer_plan(pi, name);
-    ErrorStats es = compare(st.buffers.at(name), b.elem, st.buffers.at(name + ".ref"), b.count, st.setup.tol);
+    ErrorStats es = compare(buffers.at(name), b.elem, buffers.at(name + ".ref"), b.count, st.setup.tol);
     total.max_abs = std::max(total.max_abs, es.max_abs);
     weighted_mean += es.mean_abs * static_cast<double>(b.count);
     total.bad_frac += es.bad_frac * static_cast<double>(b.count);
@@ -541,17 +550,20 @@ ErrorStats GpuSession::compare_outputs(size_t pi, int64_t& total_count) {
 
 // Poisons the outputs, launches once, and checks everything a candidate can
 // break: the guards around its buffers, its outputs against the reference,
-// its inputs untouched. After the timed launches, a mismatch means the kernel
-// depends on state earlier launches left behind.
+// its inputs untouched. After the timed launches, on the second draw of the
+// inputs: a mismatch there means the kernel depends on state earlier
+// launches left behind (it would give the first draw's answer).
 ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timing) {
   ProblemState& st = problems_[pi];
   Candidate::PerProblem& pp = cand.problems[pi];
   const std::string& label = st.setup.label;
+  const size_t draw = after_timing ? 1 : 0;
+  DataSet& data = st.draws[draw];
   ErrorStats total;
   int64_t total_count = 0;
   try {
-    poison_outputs(pi);
-    CUresult r = pp.launcher->launch(stream_->get());
+    poison_outputs(pi, draw);
+    CUresult r = pp.launchers[draw]->launch(stream_->get());
     ++pp.launches;
     if (r != CUDA_SUCCESS) {
       bool sticky = cuda::is_sticky(static_cast<cudaError_t>(r));
@@ -563,13 +575,13 @@ ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timi
     // A write past a buffer may have reached memory later candidates rely
     // on: the worker is replaced.
     std::vector<std::string> damage;
-    for (const auto& [name, buf] : st.buffers) damage.push_back(guard_damage(buf, name));
+    for (const auto& [name, buf] : data.buffers) damage.push_back(guard_damage(buf, name));
     for (size_t i = 0; i < pp.scratch.size(); ++i) damage.push_back(guard_damage(pp.scratch[i], pp.scratch_names[i]));
     damage.erase(std::remove(damage.begin(), damage.end(), std::string()), damage.end());
     if (!damage.empty()) throw Fault{TrialStatus::crashed, label + ": the kernel " + join(damage, "; "), true};
-    total = compare_outputs(pi, total_count);
-    for (const auto& [name, sum] : st.checksums)
-      if (checksum(st.buffers.at(name)) != sum)
+    total = compare_outputs(pi, total_count, draw);
+    for (const auto& [name, sum] : data.checksums)
+      if (checksum(data.buffers.at(name)) != sum)
         throw Fault{TrialStatus::crashed,
                     label + ": the kernel wrote into buffer '" + name + "' (not one of its outputs)", true};
   } catch (const EngineError& err) {
@@ -579,8 +591,9 @@ ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timi
   if (!why.empty()) {
     if (!after_timing) throw Fault{TrialStatus::incorrect, label + ": " + why};
     throw Fault{TrialStatus::incorrect,
-                strfmt("%s: the first launch was right, launch %lld (after %lld more) was not: ", label.c_str(),
-                       pp.launches, pp.launches - 1) +
+                strfmt("%s: the first launch was right, launch %lld (after %lld more, on a second draw of the "
+                       "inputs) was not: ",
+                       label.c_str(), pp.launches, pp.launches - 1) +
                     why + " (does the kernel depend on state an earlier launch left in a buffer?)"};
   }
   return total;
@@ -589,7 +602,7 @@ ErrorStats GpuSession::verify_launch(size_t pi, Candidate& cand, bool after_timi
 void GpuSession::time_problem(size_t pi, Candidate& cand, const EvalRequest& req, Measurement& m) {
   const std::string& label = problems_[pi].setup.label;
   Candidate::PerProblem& pp = cand.problems[pi];
-  Launcher& l = *pp.launcher;
+  Launcher& l = *pp.launchers[0];
   const double abort_us = pi < req.abort_us.size() ? req.abort_us[pi] : 0;
   time_series(
       label,
@@ -636,7 +649,11 @@ class TimedLoop {
  public:
   TimedLoop(cudaStream_t s, const std::string& label, const std::function<void(cudaStream_t)>& launch,
             const cuda::DeviceBuffer* flush, int max_samples)
-      : s_(s), label_(label), launch_(launch), flush_(flush), starts_(static_cast<size_t>(max_samples)),
+      : s_(s),
+        label_(label),
+        launch_(launch),
+        flush_(flush),
+        starts_(static_cast<size_t>(max_samples)),
         stops_(static_cast<size_t>(max_samples)) {}
 
   // One launch, timed (no flush): the estimate the warm-up and the sample
@@ -783,7 +800,7 @@ BaselineResult GpuSession::reference_baseline(const BaselineRequest& req) {
   r.library = req.library;
   r.detail = "the template's reference kernel (" + st.setup.reference.entry + ")";
   auto launch = [&](cudaStream_t s) {
-    if (st.reference->launch(s) != CUDA_SUCCESS)
+    if (st.draws[0].reference->launch(s) != CUDA_SUCCESS)
       throw Fault{TrialStatus::crashed, st.setup.label + ": the reference kernel failed to launch", true};
   };
   time_series(st.setup.label, launch, req.sustained, 0, r.m);
@@ -798,14 +815,14 @@ std::vector<BaselineResult> GpuSession::cublaslt_baseline(const BaselineRequest&
   auto buffer = [&](const char* key) -> void* {
     auto it = req.buffers.find(key);
     if (it == req.buffers.end()) throw EngineError(std::string("cublaslt baseline without buffer '") + key + "'");
-    return st.buffers.at(it->second).data();
+    return st.draws[0].buffers.at(it->second).data();
   };
   auto value = [&](const char* key) { return req.values.at(key); };
   const ElemType elem = buffer_plan(pi, req.buffers.at("c")).elem;
   const int top = static_cast<int>(std::max<int64_t>(1, value("top")));
   auto flag = [&](const char* key) { return req.values.count(key) > 0 && value(key) != 0; };
-  CublasLtGemm lt(elem, value("m"), value("n"), value("k"), buffer("a"), buffer("b"), buffer("c"), top,
-                  flag("trans_b"), flag("trans_a"));
+  CublasLtGemm lt(elem, value("m"), value("n"), value("k"), buffer("a"), buffer("b"), buffer("c"), top, flag("trans_b"),
+                  flag("trans_a"));
   // Each algorithm the heuristic offers: checked against the reference, then
   // timed; the first is the heuristic's choice, the fastest correct one of
   // the first `top` the best a user could pick.

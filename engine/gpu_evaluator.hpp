@@ -5,6 +5,7 @@
 // coordinator, because a faulting kernel poisons the whole CUDA context.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -38,8 +39,10 @@ class GpuSession {
   GpuSession& operator=(const GpuSession&) = delete;
 
   // Verifies the candidate on every problem, times the timed ones, then
-  // verifies a launch made after the timed launches (a kernel that keeps
-  // state between launches must be right on every one). Never throws for a
+  // verifies a launch made after the timed launches on a second draw of the
+  // inputs (a kernel that keeps state between launches must be right on
+  // every one, on any inputs: a stale counter or a result kept in scratch
+  // would give the first draw's answer there). Never throws for a
   // candidate's failure: that is the reply's status. A reply with
   // worker_must_restart set leaves this session unusable.
   EvalReply evaluate(const EvalRequest& req);
@@ -50,11 +53,19 @@ class GpuSession {
 
  private:
   struct Launcher;
-  struct ProblemState {
-    ProblemSetup setup;
+  // One draw of a problem's data: its buffers (inputs from one seed, the
+  // outputs, the reference's outputs) and the reference launched over them.
+  struct DataSet {
     std::map<std::string, GuardedBuffer> buffers;
     std::map<std::string, unsigned long long> checksums;  // inputs and reference outputs
     std::unique_ptr<Launcher> reference;
+  };
+  // Draw 0 serves the checks, the timing and the baselines; draw 1 only the
+  // check after the timed launches.
+  static constexpr size_t kDraws = 2;
+  struct ProblemState {
+    ProblemSetup setup;
+    std::array<DataSet, kDraws> draws;
   };
   struct Candidate;
 
@@ -68,10 +79,12 @@ class GpuSession {
                      const Tolerances& tol);
   void sync(const char* what);
 
+  // Allocates and fills one draw of a problem's buffers and runs the reference on them.
+  DataSet draw_data(const ProblemSetup& ps, uint64_t seed_base);
   const BufferPlan& buffer_plan(size_t pi, const std::string& name) const;
-  void poison_outputs(size_t pi);
+  void poison_outputs(size_t pi, size_t draw = 0);
   // Every output of the problem against its reference; the elements compared.
-  ErrorStats compare_outputs(size_t pi, int64_t& total_count);
+  ErrorStats compare_outputs(size_t pi, int64_t& total_count, size_t draw = 0);
   Candidate load(const EvalRequest& req);
   ErrorStats verify_launch(size_t pi, Candidate& cand, bool after_timing);
   void time_problem(size_t pi, Candidate& cand, const EvalRequest& req, Measurement& m);

@@ -37,6 +37,12 @@ extern "C" __global__ void faulty(float* x, float* y, float* state, int n) {
 #elif MODE == 12
   y[i] = 2.0f * x[i] + state[i];  // state starts at zero and is never reset
   state[i] = 1.0f;
+#elif MODE == 15
+  // Keeps its first answer in scratch and serves it from then on: right on
+  // every launch over the same inputs, wrong on any other.
+  // (The inputs are never zero, so neither is a kept answer.)
+  if (state[i] == 0.0f) state[i] = 2.0f * x[i];
+  y[i] = state[i];
 #elif MODE == 13
   float past = i == n - 1 ? x[n] : 0.0f;
   y[i] = past == 1.0e30f ? 0.0f : 2.0f * x[i];
