@@ -246,9 +246,18 @@ GpuSession::GpuSession(const SetupRequest& req) : setup_(req), device_(req.devic
     ++problem_salt;
     ProblemState st;
     st.setup = ps;
-    for (size_t d = 0; d < kDraws; ++d)
-      st.draws[d] =
-          draw_data(ps, req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + d * 0xD1B54A32D192ED03ULL);
+    for (size_t d = 0; d < kDraws; ++d) {
+      const uint64_t seed = req.seed * 0x9E3779B97F4A7C15ULL + problem_salt * 1000003ULL + d * 0xD1B54A32D192ED03ULL;
+      try {
+        st.draws[d] = draw_data(ps, seed);
+      } catch (const EngineError& e) {
+        if (d == 0) throw;
+        throw EngineError(ps.label +
+                          ": the second draw of the inputs (for the check after timing, as large as the "
+                          "first): " +
+                          e.what());
+      }
+    }
     problems_.push_back(std::move(st));
   }
   sync("setting up the problems");
