@@ -31,8 +31,8 @@ struct GuardedBuffer {
 
 class GpuSession {
  public:
-  // Selects the device, allocates and fills every problem's buffers and runs
-  // the reference once per problem. Throws EngineError on failure.
+  // Selects the device, allocates and fills two draws of every problem's
+  // buffers and runs the reference on each. Throws EngineError on failure.
   explicit GpuSession(const SetupRequest& req);
   ~GpuSession();
   GpuSession(const GpuSession&) = delete;

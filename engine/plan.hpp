@@ -15,7 +15,7 @@
 
 namespace evotune {
 
-// A buffer allocated once per problem (inputs, outputs, reference outputs).
+// A buffer allocated once per problem and draw (inputs, outputs, reference outputs).
 struct BufferPlan {
   std::string name;
   ElemType elem = ElemType::f32;  // concrete (never elem)
