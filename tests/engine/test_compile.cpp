@@ -378,7 +378,7 @@ TEST_CASE("the attention templates' search starts compile clean where they apply
   TempCache cache;
   DeviceTraits dev = DeviceTraits::for_arch(90);
   const std::pair<const char*, std::vector<const char*>> cases[] = {
-      {"sdpa_fwd_sm90", {"B=4,H=16,S=4096,D=64", "B=4,H=16,S=4096,D=128,CAUSAL=1"}},
+      {"sdpa_fwd_sm90", {"B=4,H=16,S=4096,D=64", "B=4,H=16,S=4096,D=128,CAUSAL=1", "B=8,H=32,HKV=8,S=1,SKV=8192,D=128"}},
       {"sdpa_fp8_sm90", {"B=4,H=16,S=4096,D=128", "B=4,H=16,S=4096,D=128,VT=1,CAUSAL=1", "B=2,H=8,S=2048,D=64"}},
   };
   for (const auto& [kernel, problems] : cases) {
@@ -400,8 +400,9 @@ TEST_CASE("the attention templates' search starts compile clean where they apply
         ++compiled;
       }
     }
-    // Most apply to both problems, a few (decode splits, one warpgroup for
-    // short sequences) to neither.
+    // Most apply to both long problems, the packed-heads decode start to the
+    // decode one only, a few (a 4-way split of 128-key tiles, one warpgroup
+    // for short sequences) to none of these.
     INFO(kernel);
     CHECK(compiled >= static_cast<int>(spec.starts.size()));
   }
