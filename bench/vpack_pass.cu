@@ -2,7 +2,8 @@
 // pack_vt_block, compiled from the template's own source), against a plain
 // copy of the same bytes: how far the pass that writes Vᵀ before the
 // attention is from the memory system's rate, and whether the claims, the
-// grid-wide wait or the occupancy of the launch are what it waits on.
+// grid-wide wait or the occupancy of the launch are what it waits on; and a
+// candidate block by 16-byte loads (checked to write the same Vᵀ).
 // V of 4,16,4096,128 (33.5 MB of e4m3); CUDA-event time, median of 30
 // launches, each after an L2 flush (and again hot). Prints µs and TB/s
 // (bytes read + written).
@@ -43,6 +44,50 @@ __global__ void __launch_bounds__(384, 1) pass_static(const unsigned char* V, un
   for (long long b = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; b < total; b += warps)
     pack_vt_block(V, vp, b / bph, b % bph, skv, threadIdx.x & 31);
 }
+// (d) a candidate block: 128 keys (8 groups of 16) of one head by 16-byte loads, a
+// lane per (group, slot); each store instruction writes 128 bytes of one row of Vᵀ.
+__device__ __forceinline__ void pack_vt_block16(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
+                                                long long bh, long long blk, int skv, int lane) {
+  const int skv32 = (skv + 31) / 32 * 32;
+  const int g = lane >> 2, r = lane & 3;
+  const int key0 = (int)blk * 128 + 16 * g;
+  if (key0 >= skv32) return;
+  const int keys[4] = {key0 + 2 * r, key0 + 2 * r + 1, key0 + 8 + 2 * r, key0 + 9 + 2 * r};
+  const unsigned char* src = V + bh * skv * kD;
+  unsigned char* dst = vp + bh * kD * skv32 + key0 + 4 * r;
+#pragma unroll
+  for (int c = 0; c < kD / 16; ++c) {
+    uint4 k[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      k[i] = keys[i] < skv ? __ldg(reinterpret_cast<const uint4*>(src + (long long)keys[i] * kD + 16 * c))
+                           : make_uint4(0, 0, 0, 0);
+    const unsigned w0[4] = {k[0].x, k[0].y, k[0].z, k[0].w}, w1[4] = {k[1].x, k[1].y, k[1].z, k[1].w};
+    const unsigned w2[4] = {k[2].x, k[2].y, k[2].z, k[2].w}, w3[4] = {k[3].x, k[3].y, k[3].z, k[3].w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const unsigned lo_ab = __byte_perm(w0[w], w1[w], 0x5140), hi_ab = __byte_perm(w0[w], w1[w], 0x7362);
+      const unsigned lo_cd = __byte_perm(w2[w], w3[w], 0x5140), hi_cd = __byte_perm(w2[w], w3[w], 0x7362);
+      const unsigned o[4] = {__byte_perm(lo_ab, lo_cd, 0x5410), __byte_perm(lo_ab, lo_cd, 0x7632),
+                             __byte_perm(hi_ab, hi_cd, 0x5410), __byte_perm(hi_ab, hi_cd, 0x7632)};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) *reinterpret_cast<unsigned*>(dst + (long long)(16 * c + 4 * w + j) * skv32) = o[j];
+    }
+  }
+}
+__global__ void __launch_bounds__(384, 1) pass16_static(const unsigned char* V, unsigned char* vp, int bh, int skv) {
+  const long long bph = (skv + 127) / 128, total = (long long)bh * bph;
+  const long long warps = (long long)gridDim.x * (blockDim.x / 32);
+  for (long long b = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; b < total; b += warps)
+    pack_vt_block16(V, vp, b / bph, b % bph, skv, threadIdx.x & 31);
+}
+__global__ void __launch_bounds__(384, 1)
+    pass16_claimed(const unsigned char* V, unsigned char* vp, int bh, int skv, unsigned* sync) {
+  const long long bph = (skv + 127) / 128;
+  evotune_sm90::grid_prepass(sync, (long long)bh * bph,
+                             [&](long long blk, int lane) { pack_vt_block16(V, vp, blk / bph, blk % bph, skv, lane); });
+}
+
 // (c) a copy of V by 16-byte loads and stores
 __global__ void copy16(const uint4* a, uint4* b, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
@@ -89,6 +134,20 @@ int main() {
            2.0 * vbytes / (us * 1e-6) / 1e12);
     if (cudaGetLastError() != cudaSuccess) printf("  error\n");
   };
+  // The candidate writes what the pass writes (random V, an odd key count too).
+  for (int n : {skv, 1000}) {
+    const size_t bytes = (size_t)bh * n * D, out = (size_t)bh * D * ((n + 31) / 32 * 32);
+    std::vector<unsigned char> h(bytes), a(out), b(out);
+    for (size_t i = 0; i < bytes; ++i) h[i] = (unsigned char)(i * 2654435761u >> 13);
+    cudaMemcpy(V, h.data(), bytes, cudaMemcpyHostToDevice);
+    cudaMemset(vp, 0xff, out);
+    pass_claimed<<<sms, 384>>>(V, vp, bh, n, sync);
+    cudaMemcpy(a.data(), vp, out, cudaMemcpyDeviceToHost);
+    cudaMemset(vp, 0xee, out);
+    pass16_static<<<sms, 384>>>(V, vp, bh, n);
+    cudaMemcpy(b.data(), vp, out, cudaMemcpyDeviceToHost);
+    printf("SKV=%d: the candidate's Vt %s the pass's\n", n, a == b ? "equals" : "DIFFERS FROM");
+  }
   for (bool f : {true, false}) {
     time(
         "copy, 16-byte loads/stores, 8 CTAs/SM",
@@ -100,6 +159,12 @@ int main() {
         "pass, static, 1 CTA of 384 a SM", [&] { pass_static<<<sms, 384>>>(V, vp, bh, skv); }, f);
     time(
         "pass, static, 2 CTAs of 384 a SM", [&] { pass_static<<<sms * 2, 384>>>(V, vp, bh, skv); }, f);
+    time(
+        "candidate, 16-byte loads, static, 1 CTA a SM", [&] { pass16_static<<<sms, 384>>>(V, vp, bh, skv); }, f);
+    time(
+        "candidate, claimed, 1 CTA a SM", [&] { pass16_claimed<<<sms, 384>>>(V, vp, bh, skv, sync); }, f);
+    time(
+        "candidate, static, 2 CTAs a SM", [&] { pass16_static<<<sms * 2, 384>>>(V, vp, bh, skv); }, f);
     time(
         "pass, static, one block a warp",
         [&] { pass_static<<<(bh * ((skv + 31) / 32 + 7) / 8 * 4 + 11) / 12, 384>>>(V, vp, bh, skv); }, f);
