@@ -2,8 +2,9 @@
 // pack_vt_block, compiled from the template's own source), against a plain
 // copy of the same bytes: how far the pass that writes Vᵀ before the
 // attention is from the memory system's rate, and whether the claims, the
-// grid-wide wait or the occupancy of the launch are what it waits on; and a
-// candidate block by 16-byte loads (checked to write the same Vᵀ).
+// grid-wide wait or the occupancy of the launch are what it waits on; and two
+// candidates by 16-byte loads (checked to write the same Vᵀ): a warp takes 128
+// keys by all of D (d), or 128 keys by 16 of D, 16 rows of Vᵀ (e).
 // V of 4,16,4096,128 (33.5 MB of e4m3); CUDA-event time, median of 30
 // launches, each after an L2 flush (and again hot). Prints µs and TB/s
 // (bytes read + written).
@@ -88,6 +89,49 @@ __global__ void __launch_bounds__(384, 1)
                              [&](long long blk, int lane) { pack_vt_block16(V, vp, blk / bph, blk % bph, skv, lane); });
 }
 
+// (e) the candidate by 16-key chunks of d: a warp writes 16 rows of Vᵀ over 128 keys; consecutive
+// units take consecutive key blocks, so the warps at work write whole rows together.
+__device__ __forceinline__ void pack_vt_chunk(const unsigned char* __restrict__ V, unsigned char* __restrict__ vp,
+                                              long long bh, int c, int kb, int skv, int lane) {
+  const int skv32 = (skv + 31) / 32 * 32;
+  const int g = lane >> 2, r = lane & 3;
+  const int key0 = kb * 128 + 16 * g;
+  if (key0 >= skv32) return;
+  const int keys[4] = {key0 + 2 * r, key0 + 2 * r + 1, key0 + 8 + 2 * r, key0 + 9 + 2 * r};
+  const unsigned char* src = V + bh * skv * kD + 16 * c;
+  unsigned char* dst = vp + (bh * kD + 16 * c) * skv32 + key0 + 4 * r;
+  uint4 k[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    k[i] =
+        keys[i] < skv ? __ldg(reinterpret_cast<const uint4*>(src + (long long)keys[i] * kD)) : make_uint4(0, 0, 0, 0);
+  const unsigned w0[4] = {k[0].x, k[0].y, k[0].z, k[0].w}, w1[4] = {k[1].x, k[1].y, k[1].z, k[1].w};
+  const unsigned w2[4] = {k[2].x, k[2].y, k[2].z, k[2].w}, w3[4] = {k[3].x, k[3].y, k[3].z, k[3].w};
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const unsigned lo_ab = __byte_perm(w0[w], w1[w], 0x5140), hi_ab = __byte_perm(w0[w], w1[w], 0x7362);
+    const unsigned lo_cd = __byte_perm(w2[w], w3[w], 0x5140), hi_cd = __byte_perm(w2[w], w3[w], 0x7362);
+    const unsigned o[4] = {__byte_perm(lo_ab, lo_cd, 0x5410), __byte_perm(lo_ab, lo_cd, 0x7632),
+                           __byte_perm(hi_ab, hi_cd, 0x5410), __byte_perm(hi_ab, hi_cd, 0x7632)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) *reinterpret_cast<unsigned*>(dst + (long long)(4 * w + j) * skv32) = o[j];
+  }
+}
+template <int UNROLL>
+__global__ void __launch_bounds__(384, 1) passE_static(const unsigned char* V, unsigned char* vp, int bh, int skv) {
+  const int kbs = (skv + 127) / 128, chunks = kD / 16;
+  const long long total = (long long)bh * chunks * kbs;
+  const long long warps = (long long)gridDim.x * (blockDim.x / 32);
+  const long long w0 = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  for (long long b0 = w0; b0 < total; b0 += warps * UNROLL)
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const long long b = b0 + u * warps;
+      if (b < total)
+        pack_vt_chunk(V, vp, b / (chunks * kbs), (int)(b / kbs % chunks), (int)(b % kbs), skv, threadIdx.x & 31);
+    }
+}
+
 // (c) a copy of V by 16-byte loads and stores
 __global__ void copy16(const uint4* a, uint4* b, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
@@ -147,6 +191,10 @@ int main() {
     pass16_static<<<sms, 384>>>(V, vp, bh, n);
     cudaMemcpy(b.data(), vp, out, cudaMemcpyDeviceToHost);
     printf("SKV=%d: the candidate's Vt %s the pass's\n", n, a == b ? "equals" : "DIFFERS FROM");
+    cudaMemset(vp, 0xdd, out);
+    passE_static<2><<<sms, 384>>>(V, vp, bh, n);
+    cudaMemcpy(b.data(), vp, out, cudaMemcpyDeviceToHost);
+    printf("SKV=%d: the chunked candidate's Vt %s the pass's\n", n, a == b ? "equals" : "DIFFERS FROM");
   }
   for (bool f : {true, false}) {
     time(
@@ -163,6 +211,14 @@ int main() {
         "candidate, 16-byte loads, static, 1 CTA a SM", [&] { pass16_static<<<sms, 384>>>(V, vp, bh, skv); }, f);
     time(
         "candidate, claimed, 1 CTA a SM", [&] { pass16_claimed<<<sms, 384>>>(V, vp, bh, skv, sync); }, f);
+    time(
+        "chunked candidate, 1 unit in flight", [&] { passE_static<1><<<sms, 384>>>(V, vp, bh, skv); }, f);
+    time(
+        "chunked candidate, 2 units in flight", [&] { passE_static<2><<<sms, 384>>>(V, vp, bh, skv); }, f);
+    time(
+        "chunked candidate, 4 units in flight", [&] { passE_static<4><<<sms, 384>>>(V, vp, bh, skv); }, f);
+    time(
+        "chunked candidate, 2 in flight, 2 CTAs a SM", [&] { passE_static<2><<<sms * 2, 384>>>(V, vp, bh, skv); }, f);
     time(
         "candidate, static, 2 CTAs a SM", [&] { pass16_static<<<sms * 2, 384>>>(V, vp, bh, skv); }, f);
     time(
