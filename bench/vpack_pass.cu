@@ -132,6 +132,21 @@ __global__ void __launch_bounds__(384, 1) passE_static(const unsigned char* V, u
     }
 }
 
+// (e) claimed: warps claim BATCH consecutive units at a time, then the grid-wide wait.
+template <int BATCH>
+__global__ void __launch_bounds__(384, 1)
+    passE_claimed(const unsigned char* V, unsigned char* vp, int bh, int skv, unsigned* sync) {
+  const int kbs = (skv + 127) / 128, chunks = kD / 16;
+  const long long total = (long long)bh * chunks * kbs;
+  evotune_sm90::grid_prepass(sync, (total + BATCH - 1) / BATCH, [&](long long blk, int lane) {
+#pragma unroll
+    for (int u = 0; u < BATCH; ++u) {
+      const long long b = blk * BATCH + u;
+      if (b < total) pack_vt_chunk(V, vp, b / (chunks * kbs), (int)(b / kbs % chunks), (int)(b % kbs), skv, lane);
+    }
+  });
+}
+
 // (c) a copy of V by 16-byte loads and stores
 __global__ void copy16(const uint4* a, uint4* b, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
@@ -211,6 +226,12 @@ int main() {
         "candidate, 16-byte loads, static, 1 CTA a SM", [&] { pass16_static<<<sms, 384>>>(V, vp, bh, skv); }, f);
     time(
         "candidate, claimed, 1 CTA a SM", [&] { pass16_claimed<<<sms, 384>>>(V, vp, bh, skv, sync); }, f);
+    time(
+        "chunked candidate, claimed 1 a claim", [&] { passE_claimed<1><<<sms, 384>>>(V, vp, bh, skv, sync); }, f);
+    time(
+        "chunked candidate, claimed 2 a claim", [&] { passE_claimed<2><<<sms, 384>>>(V, vp, bh, skv, sync); }, f);
+    time(
+        "chunked candidate, claimed 8 a claim", [&] { passE_claimed<8><<<sms, 384>>>(V, vp, bh, skv, sync); }, f);
     time(
         "chunked candidate, 1 unit in flight", [&] { passE_static<1><<<sms, 384>>>(V, vp, bh, skv); }, f);
     time(
