@@ -4,7 +4,8 @@
 // attention is from the memory system's rate, and whether the claims, the
 // grid-wide wait or the occupancy of the launch are what it waits on; and two
 // candidates by 16-byte loads (checked to write the same Vᵀ): a warp takes 128
-// keys by all of D (d), or 128 keys by 16 of D, 16 rows of Vᵀ (e).
+// keys by all of D (d), or 128 keys by 16 of D, 16 rows of Vᵀ (e), dealt out
+// statically, claimed, or by sets that free CTAs take over (f).
 // V of 4,16,4096,128 (33.5 MB of e4m3); CUDA-event time, median of 30
 // launches, each after an L2 flush (and again hot). Prints µs and TB/s
 // (bytes read + written).
@@ -147,6 +148,71 @@ __global__ void __launch_bounds__(384, 1)
   });
 }
 
+// (f) the 16-row candidate dealt out as (e) statically, but by sets: set i is the units CTA i
+// takes statically; a CTA takes its own set by a compare-and-swap, then any set still free
+// (a CTA that has not started), so that a launch whose CTAs are not all resident completes.
+// sync: [0] sets taken, [1] sets done, [2] CTAs past the wait, [3 + i] set i taken.
+__global__ void __launch_bounds__(384, 1)
+    passF(const unsigned char* V, unsigned char* vp, int bh, int skv, unsigned* sync) {
+  const int G = gridDim.x, W = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int kbs = (skv + 127) / 128, chunks = kD / 16;
+  const long long total = (long long)bh * chunks * kbs;
+  __shared__ int s_set;
+  if (threadIdx.x == 0) {
+    const bool mine = atomicCAS(&sync[3 + blockIdx.x], 0u, 1u) == 0u;
+    if (mine) atomicAdd(&sync[0], 1u);
+    s_set = mine ? (int)blockIdx.x : -1;
+  }
+  __syncthreads();
+  for (int set = s_set;;) {
+    if (set >= 0) {
+      for (long long u = (long long)set * W + warp; u < total; u += (long long)G * W)
+        pack_vt_chunk(V, vp, u / (chunks * kbs), (int)(u / kbs % chunks), (int)(u % kbs), skv, lane);
+      __threadfence();
+      __syncthreads();
+      if (threadIdx.x == 0) atomicAdd(&sync[1], 1u);
+    }
+    if (warp == 0) {  // a free set, if any CTA has not started: the lanes look at G / 32 sets each
+      int next = -1;
+      if (evotune_sm90::ld_acquire_gpu(&sync[0]) < (unsigned)G)
+        for (int j0 = 0; j0 < G && next < 0; j0 += 32) {
+          const int j = j0 + lane;
+          const bool free = j < G && *reinterpret_cast<volatile unsigned*>(&sync[3 + j]) == 0u;
+          unsigned ballot = __ballot_sync(0xffffffffu, free);
+          while (ballot && next < 0) {
+            const int cand = j0 + __ffs(ballot) - 1;
+            ballot &= ballot - 1;
+            unsigned won = 0;
+            if (lane == 0) won = atomicCAS(&sync[3 + cand], 0u, 1u) == 0u;
+            if (__shfl_sync(0xffffffffu, won, 0)) {
+              next = cand;
+              if (lane == 0) atomicAdd(&sync[0], 1u);
+            }
+          }
+        }
+      if (lane == 0) s_set = next;
+    }
+    __syncthreads();
+    set = s_set;
+    __syncthreads();
+    if (set < 0) break;
+  }
+  if (threadIdx.x == 0)
+    while (evotune_sm90::ld_acquire_gpu(&sync[1]) < (unsigned)G) __nanosleep(64);
+  __syncthreads();
+  if (warp == 0) {  // the last CTA past the wait re-arms every word
+    unsigned past = 0;
+    if (lane == 0) {
+      __threadfence();
+      past = atomicAdd(&sync[2], 1u) + 1u;
+    }
+    if (__shfl_sync(0xffffffffu, past, 0) == (unsigned)G) {
+      for (int j = lane; j < G; j += 32) sync[3 + j] = 0u;
+      if (lane < 3) sync[lane] = 0u;
+    }
+  }
+}
+
 // (c) a copy of V by 16-byte loads and stores
 __global__ void copy16(const uint4* a, uint4* b, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
@@ -165,10 +231,10 @@ int main() {
   uint4* fl;
   cudaMalloc(&V, vbytes);
   cudaMalloc(&vp, (size_t)bh * D * ((skv + 31) / 32 * 32));
-  cudaMalloc(&sync, 64);
+  cudaMalloc(&sync, 4096);
   cudaMalloc(&fl, fbytes);
   cudaMemset(V, 0x3c, vbytes);
-  cudaMemset(sync, 0, 64);
+  cudaMemset(sync, 0, 4096);
   cudaMemset(fl, 0, fbytes);
   int sms;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
@@ -210,6 +276,12 @@ int main() {
     passE_static<2><<<sms, 384>>>(V, vp, bh, n);
     cudaMemcpy(b.data(), vp, out, cudaMemcpyDeviceToHost);
     printf("SKV=%d: the chunked candidate's Vt %s the pass's\n", n, a == b ? "equals" : "DIFFERS FROM");
+    for (int rep = 0; rep < 3; ++rep) {  // by sets, again and again (re-armed)
+      cudaMemset(vp, 0xcc, out);
+      passF<<<sms, 384>>>(V, vp, bh, n, sync);
+      cudaMemcpy(b.data(), vp, out, cudaMemcpyDeviceToHost);
+      printf("SKV=%d: by sets, launch %d: Vt %s the pass's\n", n, rep, a == b ? "equals" : "DIFFERS FROM");
+    }
   }
   for (bool f : {true, false}) {
     time(
@@ -226,6 +298,11 @@ int main() {
         "candidate, 16-byte loads, static, 1 CTA a SM", [&] { pass16_static<<<sms, 384>>>(V, vp, bh, skv); }, f);
     time(
         "candidate, claimed, 1 CTA a SM", [&] { pass16_claimed<<<sms, 384>>>(V, vp, bh, skv, sync); }, f);
+    time(
+        "chunked candidate by sets (taken, free ones taken over)", [&] { passF<<<sms, 384>>>(V, vp, bh, skv, sync); },
+        f);
+    time(
+        "  the same, 2 CTAs a SM (sets of 24 units)", [&] { passF<<<sms * 2, 384>>>(V, vp, bh, skv, sync); }, f);
     time(
         "chunked candidate, claimed 1 a claim", [&] { passE_claimed<1><<<sms, 384>>>(V, vp, bh, skv, sync); }, f);
     time(
