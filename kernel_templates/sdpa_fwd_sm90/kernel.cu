@@ -106,8 +106,8 @@
 //
 // Tunables (spec.toml lists their values): BLOCK_N, CONSUMER_WG, STAGES,
 // PRODUCER, REG_SPLIT, OVERLAP, PINGPONG, Q_IN_REGS, SPLIT_KV, PACK_GQA,
-// PERSISTENT, L2_HEADS, UNIT_OVERLAP, CTAS_PER_SM, O_TMA. Problem: HEAD_DIM (64,
-// 128, 256), IS_CAUSAL; FP8: SDPA_FP8, FP8_DESCALE_PER_HEAD, V_TRANSPOSED, and the tunable V_PACK.
+// PERSISTENT, L2_HEADS, UNIT_OVERLAP, CTAS_PER_SM, O_TMA, EARLY. Problem: HEAD_DIM
+// (64, 128, 256), IS_CAUSAL; FP8: SDPA_FP8, FP8_DESCALE_PER_HEAD, V_TRANSPOSED, and the tunable V_PACK.
 
 #include "evotune_ptx.cuh"
 #include "evotune_sm90.cuh"
@@ -181,6 +181,9 @@
 #endif
 #ifndef O_TMA
 #define O_TMA 0
+#endif
+#ifndef EARLY
+#define EARLY 0
 #endif
 
 namespace sdpa_sm90 {
@@ -319,8 +322,13 @@ __device__ __forceinline__ Work decode(const Problem& p, int u) {
     const int per = L2_HEADS * p.m_tiles;  // units (of split 0) per whole section
     const int sec = rest / per, within = rest % per;
     const int n = min(L2_HEADS, p.heads - sec * L2_HEADS);  // the last may be ragged
-    hu = sec * L2_HEADS + within % n;
-    lin = within / n;
+    if (n == L2_HEADS) {  // by a constant: no division at run time but for the last section's
+      hu = sec * L2_HEADS + within % L2_HEADS;
+      lin = within / L2_HEADS;
+    } else {
+      hu = sec * L2_HEADS + within % n;
+      lin = within / n;
+    }
   } else {
     hu = rest % p.heads;
     lin = rest / p.heads;
@@ -465,13 +473,122 @@ __device__ __forceinline__ int next_unit(const Problem& p, int u, int k, unsigne
   }
 }
 
+// The unit's Q tile, on q_full (its slot in `counters` released by the arrival).
+__device__ __forceinline__ void load_q(const Smem& sm, const void* tm_q, unsigned* counters, int u, const Work& w) {
+  using namespace evotune_sm90;
+  put_unit(counters, u);
+  mbar_arrive_expect_tx(sm.q_full, kQBytes);
+#pragma unroll
+  for (int pn = 0; pn < kPanels; ++pn)
+    tma_load_2d(sm.q + pn * kBM * kSw, tm_q, pn * kPanelCols, w.row_base + w.m0, sm.q_full);
+}
+
+#if SDPA_FP8 && !SDPA_VT_TMA
+using RawRing = RingOf<kVRaw>;  // the transposer's raw buffers
+#else
+struct RawRing {};  // none
+#endif
+
+// Key tile t of the unit: K and V (FP8: Vᵀ by TMA, or V into the transposer's
+// raw buffers) into the ring's stage, once the consumers have released it.
+__device__ __forceinline__ void load_kv(const Problem& p, const Smem& sm, const void* tm_k, const void* tm_v,
+                                        const Work& w, int t, Ring& ring, RawRing& raw) {
+  using namespace evotune_sm90;
+  (void)p;
+  (void)raw;
+  mbar_wait(sm.k_empty + 8 * ring.stage, ring.phase ^ 1u);
+  mbar_arrive_expect_tx(sm.k_full + 8 * ring.stage, kKVBytes);
+#pragma unroll
+  for (int pn = 0; pn < kPanels; ++pn) {
+#if SDPA_FP8
+    // K through a 5-D map: (column, key) as (c0, c1, head c2) with two unit
+    // dims, or, V_TRANSPOSED, the permuting view (c4: 16-key groups of all heads).
+    if constexpr (kVT)
+      tma_load_5d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, 0, 0, 0,
+                  (w.kv * p.SKV + t * kBN) >> 4, sm.k_full + 8 * ring.stage);
+    else
+      tma_load_5d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, t * kBN, w.kv, 0, 0,
+                  sm.k_full + 8 * ring.stage);
+#else
+    tma_load_3d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, t * kBN, w.kv,
+                sm.k_full + 8 * ring.stage);
+#endif
+  }
+#if SDPA_FP8 && SDPA_VT_TMA
+  // Vᵀ as it is (or as V_PACK packed it): per panel, kD rows of kVPanel keys in that many bytes' swizzle.
+  mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
+  mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kBN * kD);
+#pragma unroll
+  for (int pn = 0; pn < kBN / kVPanel; ++pn)
+    tma_load_3d(sm.v_tile(ring.stage) + pn * kD * kVPanel, tm_v, t * kBN + pn * kVPanel, 0, w.kv,
+                sm.v_full + 8 * ring.stage);
+#elif SDPA_FP8
+  // The whole tile unswizzled into a raw buffer; the transposer fills the stage.
+  mbar_wait(sm.raw_empty + 8 * raw.stage, raw.phase ^ 1u);
+  mbar_arrive_expect_tx(sm.raw_full + 8 * raw.stage, kKVBytes);
+  tma_load_3d(sm.raw_tile(raw.stage), tm_v, 0, t * kBN, w.kv, sm.raw_full + 8 * raw.stage);
+  raw.next();
+#else
+  mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
+  mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kKVBytes);
+#pragma unroll
+  for (int pn = 0; pn < kPanels; ++pn)
+    tma_load_3d(sm.v_tile(ring.stage) + pn * kBN * kSw, tm_v, pn * kPanelCols, t * kBN, w.kv,
+                sm.v_full + 8 * ring.stage);
+#endif
+  ring.next();
+}
+
+// The CTA's first loads are issued by the thread that initialises the
+// barriers, before the set-up barrier: the first unit's Q and up to kEarlyTiles
+// of its key tiles (the ring's stages are all free), so that their latency
+// runs under the set-up, setmaxnreg and the producer's first decode (~1 us of
+// a launch: the first Q landed ~3.4 us in at 2,8,2048,64, issued at 1.1 us).
+// EARLY=1 (a tunable: it pays where a CTA runs few or short units, and a
+// different code layout costs elsewhere); not with V_PACK (the launch packs V
+// first, long enough for any load), and no tiles for the transposer (its raw
+// buffers). The producer then skips what was issued: its first unit's Q and
+// first tiles.
+constexpr bool kEarly = EARLY == 1 && !(kFP8 && V_PACK);
+constexpr int kEarlyTiles = kFP8 && !kVTma ? 0 : STAGES;
+
+// The first unit if the loop below takes it as its k = 0 (live, not skipped).
+__device__ __forceinline__ bool first_live(const Problem& p, int& u, Work& w) {
+  u = first_unit(p);
+  if (u < 0 || u >= p.units) return false;
+  w = decode(p, u);
+  return w.live;
+}
+
+// A value the compiler cannot see through: early_loads' problem and first
+// unit are computed from these, not shared with the roles' (which would then
+// live across setmaxnreg, spilled).
+__device__ __forceinline__ int opaque(int x) {
+  asm volatile("" : "+r"(x));
+  return x;
+}
+
+__device__ __forceinline__ int early_tiles(const Work& w) { return min(kEarlyTiles, w.t_end - w.t_begin); }
+
+__device__ __forceinline__ void early_loads(const Problem& p, const Smem& sm, const void* tm_q, const void* tm_k,
+                                            const void* tm_v, unsigned* counters) {
+  using namespace evotune_sm90;
+  int u;
+  Work w;
+  if (!first_live(p, u, w)) return;
+  load_q(sm, tm_q, counters, u, w);
+  tl_mark_any(17);
+  Ring ring;
+  RawRing raw;
+  for (int i = 0; i < early_tiles(w); ++i) load_kv(p, sm, tm_k, tm_v, w, w.t_begin + i, ring, raw);
+  tl_mark_any(18);
+}
+
 __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const void* tm_q, const void* tm_k,
                                          const void* tm_v, unsigned* counters) {
   using namespace evotune_sm90;
   Ring ring;
-#if SDPA_FP8 && !SDPA_VT_TMA
-  RingOf<kVRaw> raw;
-#endif
+  RawRing raw;
   unsigned q_phase = 0;
   tl_mark_any(16);
   int next = first_unit(p);
@@ -481,58 +598,21 @@ __device__ __forceinline__ void producer(const Problem& p, const Smem& sm, const
     if (u < 0) continue;
     const Work w = decode(p, u);
     if (!w.live) continue;
-    mbar_wait(sm.q_empty, q_phase ^ 1u);
-    q_phase ^= 1u;
-    put_unit(counters, u);  // released by the arrival below
-    mbar_arrive_expect_tx(sm.q_full, kQBytes);
-#pragma unroll
-    for (int pn = 0; pn < kPanels; ++pn)
-      tma_load_2d(sm.q + pn * kBM * kSw, tm_q, pn * kPanelCols, w.row_base + w.m0, sm.q_full);
-    if (k == 0) tl_mark_any(17);
-    for (int t = w.t_begin; t < w.t_end; ++t) {
-      mbar_wait(sm.k_empty + 8 * ring.stage, ring.phase ^ 1u);
-      mbar_arrive_expect_tx(sm.k_full + 8 * ring.stage, kKVBytes);
-#pragma unroll
-      for (int pn = 0; pn < kPanels; ++pn) {
-#if SDPA_FP8
-        // K through a 5-D map: (column, key) as (c0, c1, head c2) with two unit
-        // dims, or, V_TRANSPOSED, the permuting view (c4: 16-key groups of all heads).
-        if constexpr (kVT)
-          tma_load_5d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, 0, 0, 0,
-                      (w.kv * p.SKV + t * kBN) >> 4, sm.k_full + 8 * ring.stage);
-        else
-          tma_load_5d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, t * kBN, w.kv, 0, 0,
-                      sm.k_full + 8 * ring.stage);
-#else
-        tma_load_3d(sm.k_tile(ring.stage) + pn * kBN * kSw, tm_k, pn * kPanelCols, t * kBN, w.kv,
-                    sm.k_full + 8 * ring.stage);
-#endif
-      }
-#if SDPA_FP8 && SDPA_VT_TMA
-      // Vᵀ as it is (or as V_PACK packed it): per panel, kD rows of kVPanel keys in that many bytes' swizzle.
-      mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
-      mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kBN * kD);
-#pragma unroll
-      for (int pn = 0; pn < kBN / kVPanel; ++pn)
-        tma_load_3d(sm.v_tile(ring.stage) + pn * kD * kVPanel, tm_v, t * kBN + pn * kVPanel, 0, w.kv,
-                    sm.v_full + 8 * ring.stage);
-#elif SDPA_FP8
-      // The whole tile unswizzled into a raw buffer; the transposer fills the stage.
-      mbar_wait(sm.raw_empty + 8 * raw.stage, raw.phase ^ 1u);
-      mbar_arrive_expect_tx(sm.raw_full + 8 * raw.stage, kKVBytes);
-      tma_load_3d(sm.raw_tile(raw.stage), tm_v, 0, t * kBN, w.kv, sm.raw_full + 8 * raw.stage);
-      raw.next();
-#else
-      mbar_wait(sm.v_empty + 8 * ring.stage, ring.phase ^ 1u);
-      mbar_arrive_expect_tx(sm.v_full + 8 * ring.stage, kKVBytes);
-#pragma unroll
-      for (int pn = 0; pn < kPanels; ++pn)
-        tma_load_3d(sm.v_tile(ring.stage) + pn * kBN * kSw, tm_v, pn * kPanelCols, t * kBN, w.kv,
-                    sm.v_full + 8 * ring.stage);
-#endif
-      if (k == 0 && t == w.t_begin) tl_mark_any(18);
-      ring.next();
+    // k = 0 is the first unit early_loads issued (first_live: the same test).
+    // Its Q's wait for a free buffer was the fresh barrier's: waiting here
+    // would be wrong, not late, as the consumers may have released that Q
+    // already (Q in registers, or a unit of no more than kEarlyTiles tiles),
+    // and a parity wait cannot tell that phase from the next.
+    int t = w.t_begin;
+    if (kEarly && k == 0) {
+      for (int i = 0; i < early_tiles(w); ++i) ring.next();
+      t += early_tiles(w);
+    } else {
+      mbar_wait(sm.q_empty, q_phase ^ 1u);
+      load_q(sm, tm_q, counters, u, w);
     }
+    q_phase ^= 1u;
+    for (; t < w.t_end; ++t) load_kv(p, sm, tm_k, tm_v, w, t, ring, raw);
   }
   tl_mark_any(19);
   // No more units: an arrival without a tile.
@@ -1494,6 +1574,9 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
     }
 #endif
     fence_mbar_init();
+    if constexpr (kEarly)
+      early_loads(make_problem(opaque(B), opaque(H), opaque(HKV), opaque(SQ), opaque(SKV)), sm, &tm_q, &tm_k, &tm_v,
+                  counters);
   }
   __syncthreads();
 

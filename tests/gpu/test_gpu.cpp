@@ -380,6 +380,11 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"BLOCK_N", 256}, {"OVERLAP", 1}},
                                                 {{"BLOCK_N", 256}, {"V_PACK", 1}},
                                                 {{"O_TMA", 1}},
+                                                {{"EARLY", 1}},
+                                                {{"EARLY", 1}, {"Q_IN_REGS", 1}},  // Q released before the producer starts
+                                                {{"EARLY", 1}, {"PERSISTENT", 2}},
+                                                {{"EARLY", 1}, {"SPLIT_KV", 2}},
+                                                {{"EARLY", 1}, {"CONSUMER_WG", 3}},
                                                 {{"V_PACK", 1}},
                                                 {{"V_PACK", 1}, {"PERSISTENT", 2}},
                                                 {{"V_PACK", 1}, {"CONSUMER_WG", 1}},
