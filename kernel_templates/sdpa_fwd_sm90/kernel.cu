@@ -61,6 +61,11 @@
 //    tensor cores waiting. CTAS_PER_SM=2 (one-warp producers) keeps two CTAs
 //    on each SM (and launches two per SM when persistent), so one CTA's
 //    softmax and epilogue run under the other's GEMMs without ping-pong.
+//    EARLY=1: the thread that initialises the barriers issues the CTA's
+//    first unit's Q and first STAGES key tiles before the set-up barrier
+//    (early_loads), so that their latency runs under the set-up and the
+//    producer's start; the producer skips those loads and its first wait
+//    for a free Q buffer.
 //  * Stores. O is normalised in registers and stored from them (4 bytes a
 //    thread), or with O_TMA=1 written into a per-warpgroup staging tile in
 //    shared memory (the 128-byte swizzle) and stored by one thread's TMA copy
