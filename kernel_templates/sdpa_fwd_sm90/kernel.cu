@@ -316,7 +316,52 @@ struct Work {
 #endif
 };
 
-__device__ __forceinline__ Work decode(const Problem& p, int u) {
+// The sizes decode divides by, and two ways to divide by them. The consumers
+// decode at every unit, between its Q's landing and its first Q·Kᵀ: there
+// each size's multiplier and shift (Granlund-Montgomery: q = (hi(a * mul) +
+// a) >> shift, exact for 0 <= a < 2^31) come from shared memory, found once
+// by the thread that sets up the barriers (put_divs), in place of a division
+// at run time (a reciprocal on the MUFU pipe and its corrections) each.
+enum DivIdx { kDivPer, kDivHeads, kDivH, kDivHKV, kDivG, kDivSQ, kDivs };
+
+__device__ __forceinline__ int size_of(const Problem& p, DivIdx i) {
+  switch (i) {
+    case kDivPer: return (L2_HEADS > 0 ? L2_HEADS : 1) * p.m_tiles;  // units (of split 0) per whole section
+    case kDivHeads: return p.heads;
+    case kDivH: return p.H;
+    case kDivHKV: return p.HKV;
+    case kDivG: return p.G;
+    default: return p.SQ;
+  }
+}
+
+// Division as written (the producer's: few registers, one decode per unit ahead of the consumers).
+struct PlainDiv {
+  const Problem& p;
+  __device__ __forceinline__ int operator()(DivIdx i, int a) const { return a / size_of(p, i); }
+};
+
+// By multiplier and shift (the consumers').
+struct FastDiv {
+  const Problem& p;
+  unsigned magic;  // shared memory, kDivs pairs (mul, shift)
+  __device__ __forceinline__ int operator()(DivIdx i, int a) const {
+    unsigned mul, shift;
+    asm("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(mul), "=r"(shift) : "r"(magic + 8u * i) : "memory");
+    return (int)((__umulhi((unsigned)a, mul) + (unsigned)a) >> shift);
+  }
+};
+
+// Size i's pair (a 64-bit division: one size a thread, in parallel).
+__device__ __forceinline__ void put_div(const Problem& p, uint2* magic, int i) {
+  const unsigned d = (unsigned)max(1, size_of(p, (DivIdx)i));
+  const unsigned shift = 32 - __clz(d - 1);  // ceil(log2 d)
+  magic[i] = make_uint2((unsigned)(((1ull << 32) * ((1ull << shift) - d)) / d + 1), shift);
+}
+
+template <class Div>
+__device__ __forceinline__ Work decode(const Problem& p, int u, const Div& div) {
+  const auto rem = [&](DivIdx i, int a, int q) { return a - q * size_of(p, i); };
   Work w;
   w.z = u % SPLIT_KV;
   const int rest = u / SPLIT_KV;
@@ -324,8 +369,7 @@ __device__ __forceinline__ Work decode(const Problem& p, int u) {
   // within a section the head varies fastest, then the query tile.
   int hu, lin;
   if (L2_HEADS > 0 && L2_HEADS < p.heads) {
-    const int per = L2_HEADS * p.m_tiles;  // units (of split 0) per whole section
-    const int sec = rest / per, within = rest % per;
+    const int sec = div(kDivPer, rest), within = rem(kDivPer, rest, sec);
     const int n = min(L2_HEADS, p.heads - sec * L2_HEADS);  // the last may be ragged
     if (n == L2_HEADS) {  // by a constant: no division at run time but for the last section's
       hu = sec * L2_HEADS + within % L2_HEADS;
@@ -335,18 +379,18 @@ __device__ __forceinline__ Work decode(const Problem& p, int u) {
       lin = within / n;
     }
   } else {
-    hu = rest % p.heads;
-    lin = rest / p.heads;
+    lin = div(kDivHeads, rest);
+    hu = rem(kDivHeads, rest, lin);
   }
   const int mt = IS_CAUSAL ? p.m_tiles - 1 - lin : lin;  // causal: longest tiles first
   w.tile = mt * p.heads + hu;
   if (PACK_GQA) {
-    const int b = hu / p.HKV, hk = hu % p.HKV;
+    const int b = div(kDivHKV, hu), hk = rem(kDivHKV, hu, b);
     w.kv = hu;
     w.row_base = (b * p.H + hk * p.G) * p.SQ;
   } else {
-    const int b = hu / p.H, h = hu % p.H;
-    w.kv = b * p.HKV + h / p.G;
+    const int b = div(kDivH, hu), h = rem(kDivH, hu, b);
+    w.kv = b * p.HKV + div(kDivG, h);
     w.row_base = hu * p.SQ;
   }
   w.seq = hu;
@@ -354,7 +398,7 @@ __device__ __forceinline__ Work decode(const Problem& p, int u) {
   int n_keys = p.SKV, lo_keys = p.SKV;  // keys the last / first query sees
   if (IS_CAUSAL) {
     const int r_end = min(w.m0 + kBM, p.L);
-    const int first = w.m0 % p.SQ, last = (r_end - 1) % p.SQ;
+    const int first = rem(kDivSQ, w.m0, div(kDivSQ, w.m0)), last = rem(kDivSQ, r_end - 1, div(kDivSQ, r_end - 1));
     const bool wraps = r_end - w.m0 > p.SQ || first > last;
     const int q_lo = wraps ? 0 : first, q_hi = wraps ? p.SQ - 1 : last;
     const int off = p.SKV - p.SQ;
@@ -369,6 +413,8 @@ __device__ __forceinline__ Work decode(const Problem& p, int u) {
   w.mask_from = lo_keys / kBN;
   return w;
 }
+
+__device__ __forceinline__ Work decode(const Problem& p, int u) { return decode(p, u, PlainDiv{p}); }
 
 // A ring position: stage and the parity of its current phase.
 template <int N>
@@ -386,6 +432,7 @@ using Ring = RingOf<STAGES>;
 
 struct Smem {
   unsigned q, ring;                    // tiles
+  unsigned divs;                       // decode's multipliers and shifts (FastDiv)
   unsigned o;                          // O_TMA: the warpgroups' O staging
   unsigned q_full, q_empty;            // mbarriers
   unsigned k_full, v_full;             // + 8 * stage: the tile landed (FP8's Vᵀ: written)
@@ -1349,7 +1396,7 @@ struct Consumer {
       q_phase ^= 1u;
       const int u = get_unit(counters);
       if (u >= p.units) return false;
-      w = decode(p, u);
+      w = decode(p, u, FastDiv{p, sm.divs});
 #if SDPA_FP8
       unit_scales(w);
 #endif
@@ -1549,7 +1596,8 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
 #endif
   volatile int* last_flags =
       reinterpret_cast<volatile int*>(sdpa_smem + (base - raw) + kBarOffset + 16 + 32 * STAGES + 16 * kVRaw);
-  static_assert(16 + 32 * STAGES + 16 * kVRaw + 4 * 3 <= 256, "barriers and flags fit the 256-byte area");
+  sm.divs = base + kBarOffset + 16 + 32 * STAGES + 16 * kVRaw + 16;
+  static_assert(16 + 32 * STAGES + 16 * kVRaw + 16 + 8 * kDivs <= 256, "barriers, flags and divisors fit the 256-byte area");
 
   if (threadIdx.x == kConsumerThreads) {
     tma_prefetch_desc(&tm_q);
@@ -1583,6 +1631,9 @@ extern "C" __global__ void __launch_bounds__(sdpa_sm90::kThreads, CTAS_PER_SM)
       early_loads(make_problem(opaque(B), opaque(H), opaque(HKV), opaque(SQ), opaque(SKV)), sm, &tm_q, &tm_k, &tm_v,
                   counters);
   }
+  if (threadIdx.x < kDivs)  // consumer warp 0's first lanes, idle until the barrier
+    put_div(make_problem(opaque(B), opaque(H), opaque(HKV), opaque(SQ), opaque(SKV)),
+            reinterpret_cast<uint2*>(sdpa_smem + (sm.divs - raw)), (int)threadIdx.x);
   __syncthreads();
 
   tl_mark(2);
