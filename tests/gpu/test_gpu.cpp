@@ -363,6 +363,7 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"OVERLAP", 0}},
                                                 {{"CONSUMER_WG", 3}},
                                                 {{"CONSUMER_WG", 3}, {"BLOCK_N", 128}, {"OVERLAP", 0}, {"V_PACK", 0}},  // FP8
+                                                {{"CONSUMER_WG", 3}, {"BLOCK_N", 128}, {"OVERLAP", 0}, {"V_PACK", 1}},
                                                 {{"PRODUCER_WARPS", 1}},
                                                 {{"CLUSTER_M", 2}},
                                                 {{"CLUSTER_N", 2}},
