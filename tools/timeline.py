@@ -48,7 +48,10 @@ Prints: the vendor's event time per mode (us); then per config and mode
         unit starts under this one's end, UNIT_OVERLAP), tail (the last unit
         finished to the exit), units_med / units_max (units per CTA), all
         in us from the CTA's own entry; kc_u0, thousands of cycles of the
-        first unit; mhz.
+        first unit, and of its parts (overlapped configs): kc_first (its Q
+        landed to its first softmax done), kc_t1 / kc_t2 (the second and
+        third key tiles), kc_rest (the fourth to the last), kc_drain (the
+        last P·V), kc_epi (the epilogue: split merge, O's stores); mhz.
 """
 import argparse
 import ctypes
@@ -307,6 +310,13 @@ def summarise_sdpa(tl, clk, ev_us):
         row["tail"] = np.nanmedian(np.where(n <= units, end - last_done, np.nan)) if np.any(n <= units) else np.nan
         row["units_med"], row["units_max"] = np.nanmedian(n), np.nanmax(n)
         row["kc_u0"] = np.nanmedian(c[:, 4] - c[:, 3]) / 1e3
+        # The first unit's key-tile loop (slots 23-27, overlapped configs), thousands of cycles: Q landed
+        # to the first softmax done, the second and third tiles' steps, the steps from there to the last,
+        # the last P·V, and the epilogue (merge and O's stores).
+        for name, a, b in (("kc_first", 3, 23), ("kc_t1", 23, 24), ("kc_t2", 24, 25), ("kc_rest", 25, 26),
+                           ("kc_drain", 26, 27), ("kc_epi", 27, 4)):
+            if not np.all(np.isnan(c[:, a] + c[:, b])):
+                row[name] = np.nanmedian(c[:, b] - c[:, a]) / 1e3
         row["mhz"] = mhz
         rows.append(row)
     keys = rows[0].keys()

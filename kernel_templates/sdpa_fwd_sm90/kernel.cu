@@ -236,7 +236,10 @@ constexpr int kThreads = kConsumerThreads + kProducerThreads;
 // (consumer warpgroup 0) stamps into its CTA's row of 32: 0 entry, 1 SM id,
 // 2 past the set-up barrier, 21 past V_PACK's pass; for units i < kTlUnits,
 // the unit taken (its Q landed, 3 + 2i) and finished (its epilogue done and
-// O's stores issued, 4 + 2i); 22 the first unit's first key tile landed; 15
+// O's stores issued, 4 + 2i); 22 the first unit's first key tile landed;
+// in its key-tile loop (with OVERLAP) 23 the first tile's softmax done, 24 /
+// 25 the second / third tile's step done, 26 the last tile's, 27 the last
+// P·V done; 15
 // the consumers' exit; 20 the units taken + 1. The producer's thread: 16 its
 // start, 17 its first Q load issued, 18 its first K tile's, 19 its last load.
 constexpr int kTlUnits = 6;
@@ -246,25 +249,30 @@ constexpr int kKSlice = kFP8 ? 32 : 16;  // k of one wgmma (32 bytes of a row ei
 constexpr int kPK = kBN / kKSlice;       // k-slices of P (A fragments of the P·V product)
 constexpr int kQK = kD / kKSlice;        // k-slices of Q
 constexpr bool kPingPong = PINGPONG == 1;
-// setmaxnreg with a producer warpgroup beside two or three consumer warpgroups:
-// two take 240 (24 left to the producer) or 232 (40); three take 160 (32).
-// FP8's producer transposes V: it keeps 56 (the consumers 224 or 152).
+// setmaxnreg with a producer warpgroup beside two to four consumer warpgroups:
+// two take 240 (24 left to the producer) or 232 (40); three take 160 (32),
+// four 112 (32). FP8's producer transposes V: it keeps 56 (the consumers 224,
+// 152 or 104). setmaxnreg.inc only takes what the CTA's warps gave back
+// with .dec: the CTA keeps the registers it launched with (ptxas's count
+// times its threads: 168 x 384, 128 x 512, 96 x 640), and a consumer
+// asking for more than that leaves waits forever.
 constexpr bool kSetMaxNReg = PRODUCER == 1 && kCWG >= 2;
 constexpr bool kTransposing = kFP8 && !kVTma;
-[[maybe_unused]] constexpr int kRegProducer = kTransposing ? 56 : (kCWG == 3 ? 32 : (REG_SPLIT ? 24 : 40));
+[[maybe_unused]] constexpr int kRegProducer = kTransposing ? 56 : (kCWG >= 3 ? 32 : (REG_SPLIT ? 24 : 40));
 [[maybe_unused]] constexpr int kRegConsumer =
-    kTransposing ? (kCWG == 3 ? 152 : 224) : (kCWG == 3 ? 160 : (REG_SPLIT ? 240 : 232));
+    kTransposing ? (kCWG == 4 ? 104 : kCWG == 3 ? 152 : 224)
+                 : (kCWG == 4 ? 112 : kCWG == 3 ? 160 : (REG_SPLIT ? 240 : 232));
 constexpr unsigned kWarpArrivals = 4 * kCWG;  // every consumer warp releases a buffer
 constexpr int kTransposers = kTransposing ? 3 : 0;  // FP8: producer warps 1-3 write Vᵀ
 
 // Named barrier ids (0 is __syncthreads).
 constexpr int kBarWg = 1;    // + wg: one consumer warpgroup (split-KV merge)
-constexpr int kBarTurn = 4;  // + wg: ping-pong turn of warpgroup wg
+constexpr int kBarTurn = 5;  // + wg: ping-pong turn of warpgroup wg
 
 static_assert(kD == 64 || kD == 128 || kD == 256, "HEAD_DIM is 64, 128 or 256");
 static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192 || (kFP8 && kBN == 256),
               "BLOCK_N is 64, 96, 128, 160, 176 or 192, or 256 in FP8 (a wgmma N with its A, and a multiple of 16)");
-static_assert(kCWG >= 1 && kCWG <= 3, "1 to 3 consumer warpgroups");
+static_assert(kCWG >= 1 && kCWG <= 4, "1 to 4 consumer warpgroups");
 static_assert(PRODUCER == 0 || kCWG >= 2 || kFP8, "a producer warpgroup hands registers to 2 or 3 consumer warpgroups");
 static_assert(!kFP8 || (PRODUCER == 1 && kBN % 32 == 0), "FP8: a producer warpgroup (it transposes V), k32 slices of keys");
 static_assert(!kPingPong || (kCWG == 2 && OVERLAP == 1), "ping-pong: two overlapped consumer warpgroups");
@@ -966,6 +974,12 @@ struct Consumer {
 #if defined(EVOTUNE_SM90_TIMELINE)
   int tl_taken = 0, tl_done = 0;  // units taken and finished (the timeline's unit indices)
 #endif
+  // Timeline build: a stamp in the first unit's key-tile loop (slots 23-27).
+  __device__ __forceinline__ void tl_first_unit(int slot) const {
+#if defined(EVOTUNE_SM90_TIMELINE)
+    if (tl_taken == 1) evotune_sm90::tl_mark(slot);
+#endif
+  }
   __device__ __forceinline__ float sl2(const Work& w) const {
 #if SDPA_FP8
     return w.sl2;
@@ -1220,15 +1234,19 @@ struct Consumer {
     const int n = w.t_end - w.t_begin;
     if constexpr (OVERLAP) {
       first(s, ring, w, rs, alpha);
+      tl_first_unit(23);
       pack_p(s, pf);
       for (int i = 1; i < n; ++i) {
         const Ring prev = ring;
         ring.next();
         step(s, o, pf, ring, prev, w, w.t_begin + i, rs, alpha);
+        if (i <= 2) tl_first_unit(23 + i);
+        if (i == n - 1) tl_first_unit(26);
         rescale(o, alpha);
         pack_p(s, pf);
       }
       drain(o, pf, ring);
+      tl_first_unit(27);
       ring.next();
     } else {
       for (int i = 0; i < n; ++i) {

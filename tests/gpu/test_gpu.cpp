@@ -362,6 +362,8 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
                                                 {{"Q_IN_REGS", 1}},
                                                 {{"OVERLAP", 0}},
                                                 {{"CONSUMER_WG", 3}},
+                                                {{"CONSUMER_WG", 4}},
+                                                {{"CONSUMER_WG", 4}, {"OVERLAP", 0}},
                                                 {{"CONSUMER_WG", 3}, {"BLOCK_N", 128}, {"OVERLAP", 0}, {"V_PACK", 0}},  // FP8
                                                 {{"CONSUMER_WG", 3}, {"BLOCK_N", 128}, {"OVERLAP", 0}, {"V_PACK", 1}},
                                                 {{"PRODUCER_WARPS", 1}},
