@@ -1282,6 +1282,7 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = wg * 64 + warp * 16 + g + 8 * h;
+      if (w.m0 + r >= p.L) continue;  // a row past the sequence (decode: all but G*SQ): nothing to publish
       float* dst = workspace + (o_base + (size_t)w.z * kBM + r) * kD + 2 * c;
 #pragma unroll
       for (int j = 0; j < kOAcc / 4; ++j)
@@ -1308,9 +1309,11 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = wg * 64 + warp * 16 + g + 8 * h;
+      if (w.m0 + r >= p.L) continue;  // not stored: nothing to merge
       float mmax = rs.m[h];
-      for (int zz = 0; zz < w.nsplit; ++zz)
-        if (zz != w.z) mmax = fmaxf(mmax, __ldcg(wml + (o_base + (size_t)zz * kBM + r) * 2));
+#pragma unroll
+      for (int zz = 0; zz < SPLIT_KV; ++zz)  // every split's max in flight at once
+        if (zz < w.nsplit && zz != w.z) mmax = fmaxf(mmax, __ldcg(wml + (o_base + (size_t)zz * kBM + r) * 2));
       const float base = mmax == neg_inf() ? 0.f : mmax;
       const float f = ex2(rs.m[h] - base);
       float L = rs.l[h] * f;

@@ -358,6 +358,8 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       for (const Rare& rare : std::vector<Rare>{{{"SPLIT_K", 2}},
                                                 {{"SPLIT_KV", 2}},
                                                 {{"PACK_GQA", 1}},
+                                                {{"PACK_GQA", 1}, {"SPLIT_KV", 4}},  // partial rows past the sequence
+                                                {{"SPLIT_KV", 8}},
                                                 {{"PINGPONG", 1}},
                                                 {{"Q_IN_REGS", 1}},
                                                 {{"OVERLAP", 0}},
