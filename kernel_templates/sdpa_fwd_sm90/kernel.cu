@@ -1322,18 +1322,36 @@ struct Consumer {
         o[4 * j + 2 * h] *= f;
         o[4 * j + 2 * h + 1] *= f;
       }
-      for (int zz = 0; zz < w.nsplit; ++zz) {
-        if (zz == w.z) continue;
-        const float2 ml = __ldcg(reinterpret_cast<const float2*>(wml + (o_base + (size_t)zz * kBM + r) * 2));
+      // The other splits two at a time, both one's loads in flight before
+      // either's sums (k-th other split: k, or k + 1 from this one's on).
+      const auto add = [&](const float2 (&v)[kOAcc / 4], float2 ml) {
         const float fz = ex2(ml.x - base);
         L += ml.y * fz;
-        const float* src = workspace + (o_base + (size_t)zz * kBM + r) * kD + 2 * c;
 #pragma unroll
         for (int j = 0; j < kOAcc / 4; ++j) {
-          const float2 v = __ldcg(reinterpret_cast<const float2*>(src + 8 * j));
-          o[4 * j + 2 * h] += fz * v.x;
-          o[4 * j + 2 * h + 1] += fz * v.y;
+          o[4 * j + 2 * h] += fz * v[j].x;
+          o[4 * j + 2 * h + 1] += fz * v[j].y;
         }
+      };
+      const auto load = [&](int k, float2 (&v)[kOAcc / 4]) {
+        const size_t row = o_base + (size_t)(k + (k >= w.z)) * kBM + r;
+        const float* src = workspace + row * kD + 2 * c;
+#pragma unroll
+        for (int j = 0; j < kOAcc / 4; ++j) v[j] = __ldcg(reinterpret_cast<const float2*>(src + 8 * j));
+        return __ldcg(reinterpret_cast<const float2*>(wml + row * 2));
+      };
+      const int others = w.nsplit - 1;
+      int k = 0;
+      for (; k + 1 < others; k += 2) {
+        float2 v0[kOAcc / 4], v1[kOAcc / 4];
+        const float2 ml0 = load(k, v0), ml1 = load(k + 1, v1);
+        add(v0, ml0);
+        add(v1, ml1);
+      }
+      if (k < others) {
+        float2 v0[kOAcc / 4];
+        const float2 ml0 = load(k, v0);
+        add(v0, ml0);
       }
       rs.l[h] = L;
     }
