@@ -404,11 +404,9 @@ def attn_problem(text):
     return {**ATTN_DEFAULTS, **p}
 
 
-def attn_text(p, kernel):
-    """The problem as evotune takes it (sdpa_fwd has no HKV / SKV)."""
+def attn_text(p):
+    """The problem as evotune takes it."""
     keys = ["B", "H", "S", "D"] + [k for k in ("CAUSAL", "HKV", "SKV") if p[k] != 0]
-    if kernel == "sdpa_fwd" and (p["HKV"] or p["SKV"]):
-        raise SystemExit(f"sdpa_fwd takes neither HKV nor SKV: {p}")
     return ",".join(f"{k}={p[k]}" for k in keys)
 
 
@@ -439,7 +437,7 @@ def rel_err(out, ref):
 
 def sdpa_case(args, timer, dtype, p):
     kernel = args.sdpa_kernel
-    text = attn_text(p, kernel)
+    text = attn_text(p)
     run, doc = winner(args, kernel, text, dtype)
     pr = doc["problems"][0]
     t = make_tensors(pr, {})
@@ -562,7 +560,7 @@ def fa3_fp8(q8, k8, v8, qds, kds, vds, causal, scale):
 def fp8_case(args, timer, p):
     """Our FP8 attention against cuDNN's and FA3's FP8 and the 16-bit kernels on
     the dequantized inputs; see the module's docstring."""
-    text = attn_text(p, args.fp8_kernel) + (",DESCALE=1" if p.get("DESCALE") else "")
+    text = attn_text(p) + (",DESCALE=1" if p.get("DESCALE") else "")
     vt = p.get("VT", 0) == 1  # ours reads V stored transposed ([B, HKV, D, SKV]); the others its transpose back
     run, doc = winner(args, args.fp8_kernel, text + (",VT=1" if vt else ""), "bf16")
     pr = doc["problems"][0]
@@ -641,7 +639,7 @@ def fp8_case(args, timer, p):
     # 16 bits on the dequantized inputs: our best template, tuned on this problem, and PyTorch's.
     qb, kb, vb = (x.to(torch.bfloat16) for x in (qf, kf, vf))
     try:
-        run16, doc16 = winner(args, args.sdpa_kernel, attn_text(p, args.sdpa_kernel), "bf16")
+        run16, doc16 = winner(args, args.sdpa_kernel, attn_text(p), "bf16")
         pr16 = doc16["problems"][0]
         t16 = make_tensors(pr16, {"Q": qb.reshape(-1), "K": kb.reshape(-1), "V": vb.reshape(-1)})
         ours16 = TunedKernel(doc16, pr16, t16)
@@ -837,8 +835,7 @@ def main():
         if args.only in (None, "sdpa"):
             plain = [(d, attn_problem(",".join(map(str, shape)))) for d, shape in ANCHOR_SDPA]
             sdpas += plain + [(d, {**p, "CAUSAL": 1}) for d, p in plain]
-            if args.sdpa_kernel != "sdpa_fwd":
-                sdpas += [(d, attn_problem(t)) for d, t in ANCHOR_SDPA_EXTRA]
+            sdpas += [(d, attn_problem(t)) for d, t in ANCHOR_SDPA_EXTRA]
     fp8s = [attn_problem(s) for s in args.fp8]
     if args.fp8_anchors:
         plain = list(dict.fromkeys(shape for _, shape in ANCHOR_SDPA))
@@ -849,13 +846,13 @@ def main():
             text = gemm_text(M, N, K, layout)
             print(f"gemm {text} {gemm_dtype}: run {winner(args, args.kernel, text, gemm_dtype)[0]}")
         for dtype, p in sdpas:
-            text = attn_text(p, args.sdpa_kernel)
+            text = attn_text(p)
             print(f"sdpa {dtype} {text}: run {winner(args, args.sdpa_kernel, text, dtype)[0]}")
         for p in fp8s:
-            text = attn_text(p, args.fp8_kernel) + (",DESCALE=1" if p.get("DESCALE") else "") + \
+            text = attn_text(p) + (",DESCALE=1" if p.get("DESCALE") else "") + \
                 (",VT=1" if p.get("VT") else "")
             print(f"fp8 {text}: run {winner(args, args.fp8_kernel, text, 'bf16')[0]}; "
-                  f"bf16 run {winner(args, args.sdpa_kernel, attn_text(p, args.sdpa_kernel), 'bf16')[0]}")
+                  f"bf16 run {winner(args, args.sdpa_kernel, attn_text(p), 'bf16')[0]}")
         return
     timer = KernelTimer()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}; "

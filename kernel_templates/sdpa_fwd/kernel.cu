@@ -1,6 +1,10 @@
 // sdpa_fwd: scaled dot-product attention forward, O = softmax(Q·Kᵀ·scale)·V,
-// for Q, K, V, O of shape [B,H,S,D] (contiguous, one row = one token's D values),
-// D = HEAD_DIM ∈ {64,128}, fp16 or bf16 in, fp32 statistics and accumulation.
+// for Q and O of shape [B,H,S,D] and K, V of shape [B,HKV,SKV,D] (contiguous,
+// one row = one token's D values), D = HEAD_DIM ∈ {64,128}, fp16 or bf16 in,
+// fp32 statistics and accumulation. Query head h reads key/value head
+// h / (H / HKV) (grouped-query attention). Under IS_CAUSAL the mask is aligned
+// bottom-right, as FlashAttention's: query i sees keys j <= i + SKV - S; a
+// query that sees no key gets O = 0.
 //
 // Design (FlashAttention-2 style, mma.sync m16n8k16 on sm_80+). A CTA owns
 // BLOCK_M query rows of one (b,h) (blockIdx.x = query block, reversed under
@@ -10,9 +14,9 @@
 // A fragments either kept in registers (Q_IN_REGS=1) or re-read from shared
 // memory with ldmatrix at every key tile (Q_IN_REGS=0, fewer registers). Key
 // and value tiles of BLOCK_N rows stream through a STAGES-deep cp.async ring
-// (zero-filled past S). Per tile: S = Q·Kᵀ (K tile row-major in smem is the
-// "col" B operand: ldmatrix non-trans), masking of keys >= S and, under
-// IS_CAUSAL, keys > query, online softmax in registers (running max m and
+// (zero-filled past SKV). Per tile: S = Q·Kᵀ (K tile row-major in smem is the
+// "col" B operand: ldmatrix non-trans), masking of keys >= SKV and, under
+// IS_CAUSAL, keys > query + SKV - S, online softmax in registers (running max m and
 // thread-partial sum l per row, exp2 with scale·log2(e) folded in), P packed
 // from the fp32 C fragments straight into A fragments (two adjacent n8 tiles
 // = one k16 A tile), O += P·V (V via ldmatrix.trans). The epilogue divides by
@@ -36,7 +40,8 @@
 //   SPLIT_KV       splits of the key range over gridDim.z (flash-decoding). Each
 //                  split takes an equal share of the key tiles its query block
 //                  needs (causal: up to the block's last row; splits beyond
-//                  the tile count exit at once and are not counted), writes an
+//                  the tile count exit at once and are not counted; split 0
+//                  runs even with no key tile, to write O = 0), writes an
 //                  unnormalised fp32 partial O plus its row max and sum to
 //                  `workspace` and bumps a per-(b,h,query block) counter; the
 //                  last one merges with log-sum-exp rescaling, writes O and
@@ -295,6 +300,22 @@ struct Ctx {
   int mb;  // query block
   int bh;  // b*H + h
 };
+
+// Element offsets of the CTA's query/output head and of the key/value head
+// it reads (query head h reads h / (H / HKV)).
+__device__ __forceinline__ size_t q_head(const Ctx& cx, int S) { return (size_t)cx.bh * S * kD; }
+__device__ __forceinline__ size_t kv_head(const Ctx& cx, int H, int HKV, int SKV) {
+  // b*H + h over the group H / HKV is b*HKV + h / (H / HKV), the key/value head.
+  return (size_t)(cx.bh / (H / HKV)) * SKV * kD;
+}
+
+// Key tiles query block mb needs: all SKV keys, or under IS_CAUSAL those up
+// to its last row's (row + SKV - S), none where its rows see no key.
+__device__ __forceinline__ int key_tiles(int mb, int S, int SKV) {
+  const int last_row = min(S, (mb + 1) * kBM) - 1;
+  const int n_keys = IS_CAUSAL ? max(0, min(SKV, last_row + 1 + SKV - S)) : SKV;
+  return (n_keys + kBN - 1) / kBN;
+}
 __device__ __forceinline__ Ctx fresh_ctx() {
   unsigned t, x, y, nx;
   asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
@@ -325,7 +346,7 @@ struct WarpState {
 // query row (absolute); key0: the tile's first key.
 template <bool MASK>
 __device__ __forceinline__ void consume_tile(WarpState& st, const unsigned char* qs, const unsigned char* kv, int lane,
-                                             int wrow, int row0, int key0, int S, float sl2) {
+                                             int wrow, int row0, int key0, int SKV, int shift, float sl2) {
   float s[kMT][kNT][4];
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -381,8 +402,8 @@ __device__ __forceinline__ void consume_tile(WarpState& st, const unsigned char*
         for (int e = 0; e < 4; ++e) {
           const int row = row0 + mt * 16 + g + ((e >> 1) << 3);
           const int key = key0 + nt * 8 + 2 * c + (e & 1);
-          bool dead = key >= S;
-          if (IS_CAUSAL) dead = dead || key > row;
+          bool dead = key >= SKV;
+          if (IS_CAUSAL) dead = dead || key > row + shift;
           if (dead) s[mt][nt][e] = neg_inf();
         }
   }
@@ -454,18 +475,19 @@ __device__ __forceinline__ void consume_tile(WarpState& st, const unsigned char*
 }
 
 // Tile dispatch for one warp: skip tiles that causal masking kills entirely
-// for this warp's rows, mask only tiles that cross S or the diagonal.
+// for this warp's rows, mask only tiles that cross SKV or the diagonal
+// (shift = SKV - S: query row i sees keys up to i + shift).
 __device__ __forceinline__ void warp_tile(WarpState& st, const unsigned char* qs, const unsigned char* kv, const Ctx& cx,
-                                          int key0, int S, float sl2) {
+                                          int key0, int SKV, int shift, float sl2) {
   const int wrow = cx.warp * kRowsPerWarp;  // the warp's first row in the block
   const int row0 = cx.mb * kBM + wrow;      // and in the sequence
   const int lane = cx.lane;
-  if (IS_CAUSAL && key0 > row0 + kRowsPerWarp - 1) return;
-  const bool mask = key0 + kBN > S || (IS_CAUSAL && key0 + kBN - 1 > row0);
+  if (IS_CAUSAL && key0 > row0 + kRowsPerWarp - 1 + shift) return;
+  const bool mask = key0 + kBN > SKV || (IS_CAUSAL && key0 + kBN - 1 > row0 + shift);
   if (mask) {
-    consume_tile<true>(st, qs, kv, lane, wrow, row0, key0, S, sl2);
+    consume_tile<true>(st, qs, kv, lane, wrow, row0, key0, SKV, shift, sl2);
   } else {
-    consume_tile<false>(st, qs, kv, lane, wrow, row0, key0, S, sl2);
+    consume_tile<false>(st, qs, kv, lane, wrow, row0, key0, SKV, shift, sl2);
   }
 }
 
@@ -474,24 +496,21 @@ __device__ __forceinline__ void warp_tile(WarpState& st, const unsigned char* qs
 extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOCKS)
     sdpa_fwd(const evotune_elem_t* __restrict__ Q, const evotune_elem_t* __restrict__ K,
              const evotune_elem_t* __restrict__ V, evotune_elem_t* __restrict__ O, float* __restrict__ workspace,
-             unsigned* __restrict__ counters, int B, int H, int S, float scale) {
+             unsigned* __restrict__ counters, int B, int H, int HKV, int S, int SKV, float scale) {
   using namespace sdpa_fwd_detail;
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* const qs = smem;
   unsigned char* const ring = smem + kQBytes;
   (void)B;
-  (void)H;
 
   // Key range [key_begin, key_end) of this CTA: the keys its query block
   // needs (causal: up to its last row), this split's share of their tiles.
   int key_begin, key_end;
   {
     const Ctx cx = fresh_ctx();
-    const int m0 = cx.mb * kBM;
-    const int kv_len = IS_CAUSAL ? min(S, m0 + kBM) : S;
-    const int n_tiles = (kv_len + kBN - 1) / kBN;
+    const int n_tiles = key_tiles(cx.mb, S, SKV);
 #if SPLIT_KV > 1
-    const int nsplit = min(SPLIT_KV, n_tiles);
+    const int nsplit = max(1, min(SPLIT_KV, n_tiles));
     const int z = blockIdx.z;
     if (z >= nsplit) return;  // never counted: the merge waits for nsplit arrivals
     key_begin = z * n_tiles / nsplit * kBN;
@@ -513,10 +532,10 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
     for (int i = 0; i < count; ++i) {
       if (i >= kStages) stage_bar<kEmptyBar, true>(stage);
       const Ctx cx = fresh_ctx();
-      const size_t head = (size_t)cx.bh * S * kD;
+      const size_t head = kv_head(cx, H, HKV, SKV);
       const int key0 = key_begin + i * kBN;
-      load_tile<kBN, kProducerThreads>(ring + stage * kStageBytes, K + head, key0, S, cx.tid - kConsumerThreads);
-      load_tile<kBN, kProducerThreads>(ring + stage * kStageBytes + kTileBytes, V + head, key0, S,
+      load_tile<kBN, kProducerThreads>(ring + stage * kStageBytes, K + head, key0, SKV, cx.tid - kConsumerThreads);
+      load_tile<kBN, kProducerThreads>(ring + stage * kStageBytes + kTileBytes, V + head, key0, SKV,
                                        cx.tid - kConsumerThreads);
       evotune_ptx::cp_async_commit();
       if (i >= kLag) {
@@ -550,17 +569,17 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
 
   {
     const Ctx cx = fresh_ctx();
-    const size_t head = (size_t)cx.bh * S * kD;
-    load_tile<kBM, kConsumerThreads>(qs, Q + head, cx.mb * kBM, S, cx.tid);
+    load_tile<kBM, kConsumerThreads>(qs, Q + q_head(cx, S), cx.mb * kBM, S, cx.tid);
     evotune_ptx::cp_async_commit();
 #if PRODUCER_WARPS == 0
     // Prologue: STAGES-1 tiles in flight (empty groups keep the count uniform).
+    const size_t head = kv_head(cx, H, HKV, SKV);
 #pragma unroll
     for (int i = 0; i < kStages - 1; ++i) {
       const int key0 = key_begin + i * kBN;
       if (key0 < key_end) {
-        load_tile<kBN, kConsumerThreads>(ring + i * kStageBytes, K + head, key0, S, cx.tid);
-        load_tile<kBN, kConsumerThreads>(ring + i * kStageBytes + kTileBytes, V + head, key0, S, cx.tid);
+        load_tile<kBN, kConsumerThreads>(ring + i * kStageBytes, K + head, key0, SKV, cx.tid);
+        load_tile<kBN, kConsumerThreads>(ring + i * kStageBytes + kTileBytes, V + head, key0, SKV, cx.tid);
       }
       evotune_ptx::cp_async_commit();
     }
@@ -589,9 +608,9 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
 #if STAGES == 1
     {
       const Ctx cx = fresh_ctx();
-      const size_t head = (size_t)cx.bh * S * kD;
-      load_tile<kBN, kConsumerThreads>(kv, K + head, key0, S, cx.tid);
-      load_tile<kBN, kConsumerThreads>(kv + kTileBytes, V + head, key0, S, cx.tid);
+      const size_t head = kv_head(cx, H, HKV, SKV);
+      load_tile<kBN, kConsumerThreads>(kv, K + head, key0, SKV, cx.tid);
+      load_tile<kBN, kConsumerThreads>(kv + kTileBytes, V + head, key0, SKV, cx.tid);
     }
     evotune_ptx::cp_async_commit();
     evotune_ptx::cp_async_wait<0>();
@@ -607,20 +626,20 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
         int ns = stage + kStages - 1;
         ns = ns >= kStages ? ns - kStages : ns;
         const Ctx cx = fresh_ctx();
-        const size_t head = (size_t)cx.bh * S * kD;
-        load_tile<kBN, kConsumerThreads>(ring + ns * kStageBytes, K + head, nkey0, S, cx.tid);
-        load_tile<kBN, kConsumerThreads>(ring + ns * kStageBytes + kTileBytes, V + head, nkey0, S, cx.tid);
+        const size_t head = kv_head(cx, H, HKV, SKV);
+        load_tile<kBN, kConsumerThreads>(ring + ns * kStageBytes, K + head, nkey0, SKV, cx.tid);
+        load_tile<kBN, kConsumerThreads>(ring + ns * kStageBytes + kTileBytes, V + head, nkey0, SKV, cx.tid);
       }
       evotune_ptx::cp_async_commit();
     }
 #endif
-    warp_tile(st, qs, kv, fresh_ctx(), key0, S, sl2);
+    warp_tile(st, qs, kv, fresh_ctx(), key0, SKV, SKV - S, sl2);
 #if STAGES == 1
     __syncthreads();  // the next load overwrites the only stage
 #endif
 #else
     stage_bar<kFullBar, true>(stage);
-    warp_tile(st, qs, kv, fresh_ctx(), key0, S, sl2);
+    warp_tile(st, qs, kv, fresh_ctx(), key0, SKV, SKV - S, sl2);
     // Release the stage only when the producer will refill it.
     if (key0 + kStages * kBN < key_end) stage_bar<kEmptyBar, false>(stage);
 #endif
@@ -642,10 +661,9 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
   const int g = cx.lane >> 2, c = cx.lane & 3;
   const int wrow = cx.warp * kRowsPerWarp;  // the warp's first row in the block
   const int m0 = cx.mb * kBM;
-  const size_t head = (size_t)cx.bh * S * kD;
+  const size_t head = q_head(cx, S);
 #if SPLIT_KV > 1
-  const int n_tiles = ((IS_CAUSAL ? min(S, m0 + kBM) : S) + kBN - 1) / kBN;
-  const int nsplit = min(SPLIT_KV, n_tiles);
+  const int nsplit = max(1, min(SPLIT_KV, key_tiles(cx.mb, S, SKV)));
   if (nsplit > 1) {
     const int z = blockIdx.z;
     // Partials: O[BM][D] per split, then (m, l) per row after all O partials.
@@ -693,7 +711,7 @@ extern "C" __global__ void __launch_bounds__(sdpa_fwd_detail::kThreads, MIN_BLOC
 #pragma unroll 1
         for (int zz = 0; zz < nsplit; ++zz)
           if (zz != z) mmax = fmaxf(mmax, ld_cg_f2(wml + ((size_t)zz * kBM + r) * 2).x);
-        // All -inf only for a row without keys, which S >= 1 rules out; guard anyway.
+        // All -inf for a row that sees no key (causal, S > SKV): O = 0 then.
         const float base = mmax == neg_inf() ? 0.f : mmax;
         const float f = ex2(st.m[mt][h] - base);
         float L = st.l[mt][h] * f;
