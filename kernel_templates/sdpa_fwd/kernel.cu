@@ -1,6 +1,6 @@
 // sdpa_fwd: scaled dot-product attention forward, O = softmax(Q·Kᵀ·scale)·V,
 // for Q and O of shape [B,H,S,D] and K, V of shape [B,HKV,SKV,D] (contiguous,
-// one row = one token's D values), D = HEAD_DIM ∈ {64,128}, fp16 or bf16 in,
+// one row = one token's D values), D = HEAD_DIM ∈ {64,128,256}, fp16 or bf16 in,
 // fp32 statistics and accumulation. Query head h reads key/value head
 // h / (H / HKV) (grouped-query attention). Under IS_CAUSAL the mask is aligned
 // bottom-right, as FlashAttention's: query i sees keys j <= i + SKV - S; a
@@ -114,7 +114,7 @@ constexpr int kFullBar = 1;
 constexpr int kEmptyBar = 1 + kStages;
 constexpr int kConsumerBar = 1 + 2 * kStages;  // consumer-only barrier (PRODUCER_WARPS > 0)
 
-static_assert(kD == 64 || kD == 128, "HEAD_DIM must be 64 or 128");
+static_assert(kD == 64 || kD == 128 || kD == 256, "HEAD_DIM must be 64, 128 or 256");
 static_assert(kBM % (16 * kWarps) == 0, "BLOCK_M must be a multiple of 16*WARPS");
 static_assert(kBN % 16 == 0, "BLOCK_N must be a multiple of 16");
 static_assert(kStages >= 1 && kStages <= 3, "STAGES must be 1..3");

@@ -276,6 +276,7 @@ TEST_CASE("built-in templates are correct on shapes that do not divide their til
       {"sdpa_fwd", {"B=2,H=8,HKV=2,S=7,SKV=1500,D=64"}, "fp16"},
       {"sdpa_fwd", {"B=4,H=16,HKV=4,S=333,SKV=517,D=128,CAUSAL=1"}, "bf16"},
       {"sdpa_fwd", {"B=2,H=8,HKV=4,S=300,SKV=100,D=64,CAUSAL=1"}, "fp16"},
+      {"sdpa_fwd", {"B=2,H=3,S=200,D=256"}, "bf16"},  // head dim 256
       {"gemm_sm90", {"M=1000,N=3000,K=500"}, "bf16"},
       {"gemm_sm90", {"M=520,N=1032,K=1000"}, "fp16"},
       // Rows not 16-byte aligned (odd K, odd N) and degenerate sizes: M = 1,
